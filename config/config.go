@@ -366,12 +366,26 @@ type Timestamp struct {
 
 // ReadLayout is the layout the times are read with: Layout with each fraction of a
 // second of a fixed number of digits (.000, ,000000) written as one of any number (.999,
-// ,999999), which also reads none. A line counts at its second, which no fraction
+// ,999999), which also reads none, and each numeric offset (-07:00, -0700, -07) as one
+// that also reads Z (Z07:00). A line counts at its second, which no fraction
 // changes, and a writer that trims a fraction's zeros (Go's RFC3339Nano, containerd) or
 // leaves a whole second's out (Python's isoformat) would otherwise have those lines
-// dropped as bad timestamps: a tenth of them at nine digits.
+// dropped as bad timestamps: a tenth of them at nine digits. Z is UTC's offset in ISO 8601
+// and RFC 3339, which proxies and JSON loggers write where nginx's $time_iso8601 has
+// +00:00.
 func (ts *Timestamp) ReadLayout() string {
-	return anyFraction(ts.Layout)
+	return readLayout(ts.Layout)
+}
+
+// readLayout is layout as ReadLayout reads it.
+func readLayout(layout string) string {
+	return anyZulu(anyFraction(layout))
+}
+
+// anyZulu returns layout with each numeric offset element of Go's (-07:00:00, -070000,
+// -07:00, -0700, -07) written as its ISO 8601 form, which reads a Z too (Z07:00).
+func anyZulu(layout string) string {
+	return strings.ReplaceAll(layout, "-07", "Z07")
 }
 
 // anyFraction returns layout with each of Go's elements of a fraction of fixed digits (a

@@ -700,7 +700,7 @@ var runtimeTimes = [][2]string{
 // ending in zero), as bad_timestamp.
 func (rd *ruleDecoder) checkRuntimeTimes(line int, layout string) {
 	for _, rt := range runtimeTimes {
-		if got, err := time.ParseInLocation(anyFraction(layout), rt[0], time.UTC); err != nil || got.Unix() != layoutProbe.Unix() {
+		if got, err := time.ParseInLocation(readLayout(layout), rt[0], time.UTC); err != nil || got.Unix() != layoutProbe.Unix() {
 			rd.add(line, rd.subject, "timestamp: layout: %q does not read %q, a time %s writes; cri_time is the runtime's RFC 3339 time: "+
 				"leave layout out, or give '2006-01-02T15:04:05Z07:00'", layout, rt[0], rt[1])
 			return

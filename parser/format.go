@@ -36,6 +36,8 @@ type formatPost struct {
 	derive   []derivation
 	requests []requestSplit
 	classes  []derivation
+	// method marks the bytes of a method of the format's server.
+	method *[256]bool
 }
 
 // derivation is one derived capture: its kind, its source and its own index in caps.
@@ -50,12 +52,17 @@ type derivation struct {
 type requestSplit struct {
 	from int
 	to   [4]int
+	// method marks the bytes a method is made of, as the server reads one.
+	method *[256]bool
 }
 
 // newFormatPost is the processing of a regex group reading the log format f, whose rules
 // read the captures keep reports true for (groups 1..len(f.Captures), then derived).
 func newFormatPost(f *logformat.Format, derived []config.Derived, keep func(int) bool) *formatPost {
-	p := &formatPost{escape: f.Escape}
+	p := &formatPost{escape: f.Escape, method: &tchar}
+	if f.Server == logformat.Nginx {
+		p.method = &nginxMethod
+	}
 	for k, c := range f.Captures {
 		i := k + 1
 		if !keep(i) {
@@ -90,7 +97,7 @@ func (p *formatPost) compile() {
 		k := slices.IndexFunc(p.requests, func(r requestSplit) bool { return r.from == d.from })
 		if k < 0 {
 			k = len(p.requests)
-			p.requests = append(p.requests, requestSplit{from: d.from})
+			p.requests = append(p.requests, requestSplit{from: d.from, method: p.method})
 		}
 		p.requests[k].to[d.kind] = d.to
 	}
@@ -138,7 +145,7 @@ func (p *formatPost) apply(m *match, s *scratch) {
 			}
 		}
 		if lo := caps[2*r.from]; lo >= 0 {
-			splitRequest(capture(&text{line, more}, caps, r.from), lo, caps, &r.to)
+			splitRequest(capture(&text{line, more}, caps, r.from), lo, caps, &r.to, r.method)
 		}
 	}
 	for _, d := range p.classes {
@@ -166,21 +173,29 @@ func appendClass(more []byte, d byte) []byte {
 
 // splitRequest splits a request line r, "GET /a?b HTTP/1.1", which starts at offset at of
 // the text caps index, into the parts to names (its capture index per kind, 0 for a part
-// not wanted): the method is the first word, the protocol the last when it starts with
-// HTTP/ (none for "GET /"), the target what is between them (spaces included, which nginx
-// answers with 400), the path the target up to its first '?' or space. A line whose first
-// word is not an HTTP method token (what nginx logs for a request it could not parse: "-",
-// binary noise, an empty line) gives no part at all, as nginx's own $request_method is
-// then empty. The parts' captures are left as they are (unset) when not found.
-func splitRequest(r []byte, at int, caps []int, to *[4]int) {
+// not wanted), as nginx's parser reads it: the method is the first word, the target
+// follows it after one or more spaces, the protocol is the last word when it starts with
+// HTTP/ (none for "GET /"), after one or more spaces, the spaces after it included (nginx's
+// $server_protocol has them), the target what is between them (spaces inside included,
+// which nginx answers with 400), the path the target up to its first '?' or space. A line
+// whose first word is not a method of the server's (method: the bytes it is made of; for
+// nginx capitals, '_' and '-', so "get" is none, which nginx answers with 400), or with
+// nothing after it (what nginx logs for a request it could not parse: "-", binary
+// noise, an empty line) gives no part at all, as nginx's own $request_method is then
+// empty. The parts' captures are left as they are (unset) when not found.
+func splitRequest(r []byte, at int, caps []int, to *[4]int, method *[256]bool) {
 	sp := 0
 	for sp < len(r) && r[sp] != ' ' {
-		if !tchar[r[sp]] {
+		if !method[r[sp]] {
 			return
 		}
 		sp++
 	}
-	if sp == 0 || sp == len(r) {
+	start := sp + 1
+	for start < len(r) && r[start] == ' ' {
+		start++
+	}
+	if sp == 0 || start >= len(r) {
 		return
 	}
 	set := func(kind logformat.DeriveKind, lo, hi int) {
@@ -189,17 +204,58 @@ func splitRequest(r []byte, at int, caps []int, to *[4]int) {
 		}
 	}
 	set(logformat.RequestMethod, 0, sp)
+	start, slash := originForm(r, start)
 	if to[logformat.URI] > 0 {
-		set(logformat.URI, sp+1, pathEnd(r, sp+1))
+		if slash >= 0 {
+			set(logformat.URI, slash, slash+1)
+		} else {
+			set(logformat.URI, start, pathEnd(r, start))
+		}
 	}
 	if to[logformat.RequestURI] > 0 || to[logformat.ServerProtocol] > 0 {
 		end := len(r)
-		if last := bytes.LastIndexByte(r, ' '); last > sp && bytes.HasPrefix(r[last+1:], []byte("HTTP/")) {
-			end = last
-			set(logformat.ServerProtocol, last+1, len(r))
+		for r[end-1] == ' ' {
+			end--
 		}
-		set(logformat.RequestURI, sp+1, end)
+		if last := bytes.LastIndexByte(r[:end], ' '); last >= start && bytes.HasPrefix(r[last+1:], []byte("HTTP/")) {
+			set(logformat.ServerProtocol, last+1, len(r))
+			end = last
+			for r[end-1] == ' ' {
+				end--
+			}
+		}
+		if end == start && slash >= 0 {
+			start, end = slash, slash+1
+		}
+		set(logformat.RequestURI, start, end)
 	}
+}
+
+// originForm is where the part of a target in absolute form starting at r[start]
+// ("http://host:port/p?q", RFC 9112's, which a client may send to any server) that nginx's
+// $request_uri has starts ("/p?q"): at the '/' or '?' after the host, or the end of the
+// host when neither follows it. For a target without a path ("http://host?q",
+// "http://host") slash is where a '/' of "://" is, which nginx takes as its $uri, and as
+// its $request_uri when no query follows either; else -1. A target of any other form is
+// left as it is (start).
+func originForm(r []byte, start int) (from, slash int) {
+	i := start
+	for i < len(r) && (r[i]|0x20 >= 'a' && r[i]|0x20 <= 'z' || i > start && (r[i] >= '0' && r[i] <= '9' || r[i] == '+' || r[i] == '-' || r[i] == '.')) {
+		i++
+	}
+	if i == start || !bytes.HasPrefix(r[i:], []byte("://")) {
+		return start, -1
+	}
+	slash = i + 1
+	for i += 3; i < len(r); i++ {
+		switch r[i] {
+		case '/':
+			return i, -1
+		case '?', ' ':
+			return i, slash
+		}
+	}
+	return i, slash
 }
 
 // pathEnd is where the path of a request target starting at r[from] ends: at the first
@@ -223,6 +279,14 @@ func pathEnd(r []byte, from int) int {
 	}
 	return end
 }
+
+// nginxMethod marks the bytes nginx takes in a method (ngx_http_parse_request_line).
+var nginxMethod = func() (t [256]bool) {
+	for c := range 256 {
+		t[c] = c >= 'A' && c <= 'Z' || c == '_' || c == '-'
+	}
+	return t
+}()
 
 // tchar marks the bytes of an HTTP token (RFC 9110), which a method is.
 var tchar = func() (t [256]bool) {

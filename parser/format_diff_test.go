@@ -61,16 +61,21 @@ func requestValue(r *rand.Rand) (string, bool) {
 	case 1:
 		return "", false
 	}
-	m, _ := pick("GET", "POST", "HEAD", "PROPFIND", "M-SEARCH")(r)
+	// Methods nginx takes and, in other cases, refuses (400), spaces around the target
+	// as a client may send them (nginx takes more than one), and after the protocol.
+	m, _ := pick("GET", "POST", "HEAD", "PROPFIND", "M-SEARCH", "GET_X", "get", "Get")(r)
 	path, _ := pick("/", "/a/b", "/café", `/q"x`, "/a b", "/%7E", "/x\\y")(r)
 	if r.IntN(2) == 0 {
 		q, _ := pick("", "x=1", "a=1&b=2", "q=a b", `s="`)(r)
 		path += "?" + q
 	}
-	req := m + " " + path
+	spaces := pick(" ", " ", " ", "  ")
+	sp, _ := spaces(r)
+	req := m + sp + path
 	if r.IntN(6) > 0 {
-		p, _ := pick("HTTP/1.0", "HTTP/1.1", "HTTP/2.0")(r)
-		req += " " + p
+		p, _ := pick("HTTP/1.0", "HTTP/1.1", "HTTP/2.0", "HTTP/1.1 ")(r)
+		sp, _ := spaces(r)
+		req += sp + p
 	}
 	return req, true
 }
@@ -197,6 +202,13 @@ func (g genFormat) text() string {
 	return b.String()
 }
 
+// endsWithRest reports whether the format ends with a variable whose value is read to the
+// end of the line: a header (one nginx escapes), no upstream list.
+func (g genFormat) endsWithRest() bool {
+	v := g.vars[len(g.vars)-1]
+	return v != nil && !v.builtin && !v.list
+}
+
 func newGenFormat(r *rand.Rand) genFormat {
 	g := genFormat{esc: []string{"default", "default", "json", "none"}[r.IntN(4)]}
 	n := 1 + r.IntN(7)
@@ -250,7 +262,7 @@ func newGenLine(r *rand.Rand, g genFormat) (genLine, bool) {
 		if i+1 < len(g.tokens) {
 			next = g.tokens[i+1]
 		}
-		if ambiguous(written, next, g.esc, v, i+1 == len(g.tokens)) {
+		if ambiguous(written, next, g.esc, v, i+1 == len(g.tokens), g.endsWithRest()) {
 			return l, false
 		}
 		b.WriteString(written)
@@ -278,24 +290,24 @@ func newGenLine(r *rand.Rand, g genFormat) (genLine, bool) {
 	return l, true
 }
 
-// splitByParts reads what requestValue wrote: method, target and protocol, or nothing for
-// a line whose first word is not a method.
+// splitByParts reads what requestValue wrote as nginx's parser reads a request line:
+// a method of capitals, '_' and '-' (nginx refuses any other), one or more spaces, the
+// target, and the protocol after one or more spaces with the spaces after it; nothing for
+// a line whose first word is no such method.
 func splitByParts(req string) (method, target, proto string, ok bool) {
-	words := strings.Split(req, " ")
-	if len(words) < 2 || !regexp.MustCompile("^[A-Z-]+$").MatchString(words[0]) {
+	m := requestParts.FindStringSubmatch(req)
+	if m == nil {
 		return "", "", "", false
 	}
-	method, words = words[0], words[1:]
-	if last := words[len(words)-1]; len(words) > 1 && strings.HasPrefix(last, "HTTP/") {
-		proto, words = last, words[:len(words)-1]
-	}
-	return method, strings.Join(words, " "), proto, true
+	return m[1], m[2], m[3], true
 }
+
+var requestParts = regexp.MustCompile(`^([A-Z_-]+) +([^ ].*?)(?: +(HTTP/[^ ]* *))? *$`)
 
 // ambiguous reports whether a written value holds, outside its escapes, the character the
 // text after it starts with (for a list or $time_local before a space: only in an item), or
 // is one whose reading the test's own lazy regex cannot follow.
-func ambiguous(written, next, esc string, v *genVar, last bool) bool {
+func ambiguous(written, next, esc string, v *genVar, last, restAfter bool) bool {
 	stop, _ := firstRune(next)
 	plain := written
 	if e, ok := testEscapeSeq[esc]; ok && !v.builtin {
@@ -308,9 +320,10 @@ func ambiguous(written, next, esc string, v *genVar, last bool) bool {
 		return true
 	case last && v.builtin && strings.ContainsRune(written, ' '):
 		return true
-	case v.joined && stop == ' ' && strings.HasSuffix(plain, ","):
+	case v.joined && stop == ' ' && strings.HasSuffix(plain, ",") && restAfter:
 		// A comma before a space is read as the end of an item, and the value read on
-		// past the space where the line then fits, where the lazy regex ends it there.
+		// past the space where a header read to the end of the line follows, where the
+		// lazy regex ends it there.
 		return true
 	case esc != "none" && !v.builtin && strings.ContainsRune(written, '\\') && plain == written:
 		return true

@@ -14,6 +14,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -868,7 +869,7 @@ func (s *scratch) time(c *timeCache, ts *timestampSpec, m *match) {
 	}
 	// Layouts without a zone read in the rule's location (UTC unless given); with a
 	// numeric zone the line's offset is applied.
-	t, err := time.ParseInLocation(ts.layout, string(raw), ts.loc)
+	t, err := parseTime(ts, string(raw))
 	if err != nil {
 		t, err = leapSecond(ts, err)
 	}
@@ -975,6 +976,26 @@ func dist(a, b int64) int64 {
 	return a - b
 }
 
+// parseTime reads value with the layout of ts, and again where Go's time parser refuses
+// what RFC 3339 allows: a lower-case t or z where the layout has a T or a Z offset
+// (Z07:00).
+func parseTime(ts *timestampSpec, value string) (time.Time, error) {
+	t, err := time.ParseInLocation(ts.layout, value, ts.loc)
+	for range 2 {
+		pe, ok := err.(*time.ParseError)
+		if !ok || pe.ValueElem == "" {
+			break
+		}
+		c := pe.ValueElem[0]
+		if !(c == 't' && pe.LayoutElem == "T" || c == 'z' && strings.HasPrefix(pe.LayoutElem, "Z07")) {
+			break
+		}
+		at := len(pe.Value) - len(pe.ValueElem)
+		t, err = time.ParseInLocation(ts.layout, pe.Value[:at]+string(c-'a'+'A')+pe.Value[at+1:], ts.loc)
+	}
+	return t, err
+}
+
 // leapSecond reads again, as second 59 of its minute, a time that failed to parse
 // (err) only because its second is 60: a leap second (23:59:60 UTC), which a clock that
 // follows UTC writes and time.Parse refuses as out of range. The line counts at the last
@@ -991,7 +1012,7 @@ func leapSecond(ts *timestampSpec, err error) (time.Time, error) {
 	if end < 2 || pe.Value[end-2:end] != "60" {
 		return time.Time{}, err
 	}
-	t, again := time.ParseInLocation(ts.layout, pe.Value[:end-2]+"59"+pe.Value[end:], ts.loc)
+	t, again := parseTime(ts, pe.Value[:end-2]+"59"+pe.Value[end:])
 	if again != nil {
 		return time.Time{}, again
 	}

@@ -437,6 +437,59 @@ rules:
 	})
 }
 
+// TestTimeISO8601Zulu: a $time_iso8601 read by a log format's own layout, text or JSON,
+// takes UTC written as Z (as proxies and JSON loggers write it where nginx writes
+// +00:00), in lower case too, as RFC 3339 allows (its t as well), and so does a layout
+// given with a numeric offset; any other letter is no offset.
+func TestTimeISO8601Zulu(t *testing.T) {
+	c := mustParse(t, `
+inputs:
+  - {name: text, path: /a, log_format: '$time_iso8601 $status'}
+  - {name: json, path: /b, log_format: '{"t":"$time_iso8601","s":"$status"}', log_format_escape: json}
+rules:
+  - {name: text, inputs: [text], timestamp: {capture: time_iso8601}}
+  - {name: json, inputs: [json], timestamp: {capture: time_iso8601}}
+  - name: given
+    match: '^(?P<t>[^ ]+) given$'
+    timestamp: {capture: t, layout: '2006-01-02T15:04:05-07:00'}
+`)
+	const at = 1796014800 // 2026-11-30T05:00:00Z
+	tests := []struct {
+		input, line string
+		want        []record
+	}{
+		{"text", "2026-11-30T05:00:00+00:00 200", timedAt("text", at)},
+		{"text", "2026-11-30T05:00:00Z 200", timedAt("text", at)},
+		{"text", "2026-11-30T05:00:00z 200", timedAt("text", at)},
+		{"text", "2026-11-30t05:00:00z 200", timedAt("text", at)},
+		{"text", "2026-11-30T06:00:00+01:00 200", timedAt("text", at)},
+		{"text", "2026-11-30T05:00:00 200", badTime("text")},
+		{"text", "2026-11-30T05:00:00X 200", badTime("text")},
+		{"text", "2026-11-30x05:00:00Z 200", badTime("text")},
+		{"text", "2026-11-30T05:00:60z 200", badTime("text")}, // no leap second at 05:00
+		{"text", "2026-12-31t23:59:60z 200", timedAt("text", 1798761599)},
+		{"json", `{"t":"2026-11-30T05:00:00Z","s":"200"}`, timedAt("json", at)},
+		{"json", `{"t":"2026-11-30T05:00:00+00:00","s":"200"}`, timedAt("json", at)},
+		{"", "2026-11-30T05:00:00Z given", timedAt("given", at)},
+		{"", "2026-11-30T05:00:00z given", timedAt("given", at)},
+	}
+	for _, m := range matchers {
+		p, err := build(c.Rules, m.engine)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range tests {
+			t.Run(m.name+"/"+tc.line, func(t *testing.T) {
+				rec := &recorder{t: t, rules: c.Rules}
+				p.Parse(tc.input, []byte(tc.line), rec)
+				if !reflect.DeepEqual(rec.got, tc.want) {
+					t.Errorf("got %v, want %v", rec.got, tc.want)
+				}
+			})
+		}
+	}
+}
+
 // TestLeapSecond: a time at a leap second (23:59:60 UTC, as a clock that follows UTC
 // writes it) is read as second 59 of its minute, which Go's time.Parse alone refuses as
 // out of range: the line counts, at the last second before the next minute, rather than

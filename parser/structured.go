@@ -55,7 +55,8 @@ func (fg *fieldsGroup) post() *formatPost {
 	if len(fg.derived) == 0 {
 		return nil
 	}
-	p := &formatPost{derive: slices.Clone(fg.derived)}
+	// Only nginx writes JSON templates (escape=json).
+	p := &formatPost{derive: slices.Clone(fg.derived), method: &nginxMethod}
 	p.compile()
 	return p
 }

@@ -200,6 +200,9 @@ func apacheDirective(s string) (*variable, int, *Error) {
 	switch {
 	case letter == "t" && arg != "":
 		v.spaces = strftimeSpaces(arg)
+		if re, padded := strftimeRegex(arg); padded {
+			v.strftime = re
+		}
 	case letter == "i" && strings.EqualFold(arg, "X-Forwarded-For"):
 		v.joined = true
 	}
@@ -214,9 +217,8 @@ func apacheDirective(s string) (*variable, int, *Error) {
 
 // strftimeSpaces is how many spaces the time of %{format}t holds: those of its strftime
 // format and of the conversions that write some in the C locale (%c, %r, also as %Ec or
-// %Or). A day or an hour padded with a space (%e, %k, %l, and the day of %c) is one more
-// on the days or hours of one digit, which the line's value then does not fit where a
-// space follows it. The
+// %Or). A number padded with a space (%e, %k, %l, %_d, and the day of %c) is one more on
+// the numbers of one digit: such a format's times are read by strftimeRegex. The
 // formats of Apache's own (sec, msec, ..., begin: and end: before one) write none more.
 func strftimeSpaces(format string) int {
 	format = strings.TrimPrefix(strings.TrimPrefix(format, "begin:"), "end:")
@@ -252,4 +254,59 @@ func argName(arg string) string {
 		}
 	}
 	return b.String()
+}
+
+// strftimeRegex is the regex of the times strftime writes for format (of %{format}t) in
+// the C locale, and whether a conversion of it pads a number of one digit with a space
+// (%e, %k, %l; %_d, %_H, ... with glibc's _ flag; the day of %c), which then writes " 5"
+// where it writes "15": such a conversion reads as its two characters, which makes the
+// value's spaces as many as the time has; any other as text without a space, as
+// strftimeSpaces counts them.
+func strftimeRegex(format string) (re string, padded bool) {
+	format = strings.TrimPrefix(strings.TrimPrefix(format, "begin:"), "end:")
+	var b, lit strings.Builder
+	flush := func() {
+		b.WriteString(regexp.QuoteMeta(lit.String()))
+		lit.Reset()
+	}
+	for i := 0; i < len(format); i++ {
+		if format[i] != '%' || i+1 == len(format) {
+			lit.WriteByte(format[i])
+			continue
+		}
+		i++
+		flag := byte(0)
+		if strings.IndexByte("_-0^#", format[i]) >= 0 && i+1 < len(format) {
+			flag = format[i]
+			i++
+		}
+		if (format[i] == 'E' || format[i] == 'O') && i+1 < len(format) {
+			i++ // a modifier: the alternative form, the same in the C locale
+		}
+		conv := format[i]
+		if conv == '%' {
+			lit.WriteByte('%')
+			continue
+		}
+		flush()
+		switch {
+		case conv == 'c':
+			sub, _ := strftimeRegex("%a %b %e %H:%M:%S %Y")
+			b.WriteString(sub)
+			padded = true
+		case conv == 'r':
+			b.WriteString(`[^ ]* [^ ]*`) // 12:00:00 PM
+		case flag == '_' && conv == 'j':
+			b.WriteString(`(?:  [0-9]| [0-9]{2}|[0-9]{3})`)
+			padded = true
+		case flag != '-' && flag != '0' && strings.IndexByte("ekl", conv) >= 0,
+			flag == '_' && strings.IndexByte("CdgHImMSUVWy", conv) >= 0:
+			b.WriteString(`(?: [0-9]|[0-9]{2})`)
+			padded = true
+		default:
+			b.WriteString(`[^ ]*`)
+		}
+	}
+	flush()
+	return b.String(), padded
 }

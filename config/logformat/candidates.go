@@ -61,7 +61,7 @@ func (f *Format) SameLines(g *Format) bool {
 	}
 	for i, p := range f.Pieces {
 		q := g.Pieces[i]
-		if p.Kind != q.Kind || p.Lit != q.Lit || p.Stop != q.Stop || p.Optional != q.Optional || p.Spaces != q.Spaces || (p.Group == 0) != (q.Group == 0) {
+		if p.Kind != q.Kind || p.Lit != q.Lit || p.Stop != q.Stop || p.Optional != q.Optional || p.Spaces != q.Spaces || p.Pattern != q.Pattern || (p.Group == 0) != (q.Group == 0) {
 			return false
 		}
 		if p.Kind != PieceLiteral && p.Group > 0 && f.Numeric(f.Captures[p.Group-1].Name) != g.Numeric(g.Captures[q.Group-1].Name) {

@@ -129,6 +129,11 @@ type Piece struct {
 	Optional bool
 	// Spaces are the spaces a Spaced value holds.
 	Spaces int
+	// Pattern is a Strftime value's regex.
+	Pattern string
+	// Fewest: a Joined value takes the fewest of its items the rest of the line fits
+	// with, not the most (see fewestItems).
+	Fewest bool
 }
 
 // PieceKind is what a piece of a text format reads.
@@ -153,6 +158,10 @@ const (
 	PieceBracketed
 	// PieceJoined is items without ' ' joined by ", " (X-Forwarded-For's addresses).
 	PieceJoined
+	// PieceStrftime is an Apache time of a strftime format some of whose conversions pad
+	// a number of one digit with a space (%e, %k, %l, %_d, ...), before a space: the
+	// times the format writes (Pattern), whose spaces are not always as many.
+	PieceStrftime
 )
 
 // Field is one variable of a JSON object template.
@@ -344,6 +353,10 @@ type variable struct {
 	// spaces are how many spaces the value holds: one for $time_local, those a strftime
 	// format writes for Apache's %{...}t.
 	spaces int
+	// strftime is the regex of the times of Apache's %{...}t whose strftime format pads
+	// a number with a space, which makes their spaces more on some times than on others;
+	// empty for any other.
+	strftime string
 	// lead is the character the value starts with when it is not empty (Apache's %q
 	// starts with '?'), so a variable right before it stops there; 0 when unknown.
 	lead rune
@@ -418,8 +431,32 @@ func compileText(f *Format, toks []token) error {
 	if len(f.Captures) == 0 {
 		return &Error{0, "the format has no variable, so there is nothing to capture"}
 	}
+	fewestItems(f.Pieces)
 	f.Regex = piecesRegex(f)
 	return checkRegex(f.Regex, toks, tail)
+}
+
+// fewestItems makes each value of items joined by ", " (X-Forwarded-For out of quotes)
+// take the fewest of them the rest of the line fits with, where no value read to the end
+// of the line follows it. An item nginx writes may end with a comma (a client's header
+// "203.0.113.7,", or an empty one of several: "203.0.113.7, "), and then the ", " after
+// it is the space before the next variable: "203.0.113.7, 0.005 0.004" is that value
+// followed by $request_time and $upstream_response_time, where the most items would make
+// 0.005 an address and move 0.004 into $request_time. A line of the format has all of
+// its variables, which the fewest items leave to them; only a line of a shorter format
+// (one that ends before the variables the format ends with) has an address taken for
+// them. A value read to the end of the line (a header out of quotes) would take every
+// item but the first: there the value takes the most.
+func fewestItems(pieces []Piece) {
+	rest := false
+	for i := len(pieces) - 1; i >= 0; i-- {
+		switch pieces[i].Kind {
+		case PieceRest:
+			rest = true
+		case PieceJoined:
+			pieces[i].Fewest = !rest
+		}
+	}
 }
 
 // piecesRegex writes the regex of a text format from its pieces: each optional piece
@@ -544,6 +581,8 @@ func valuePiece(v *variable, next string, esc Escape) Piece {
 	switch {
 	case v.list && stop == ' ':
 		return Piece{Kind: PieceList}
+	case v.strftime != "" && stop == ' ':
+		return Piece{Kind: PieceStrftime, Pattern: v.strftime}
 	case v.spaces > 0 && stop == ' ':
 		return Piece{Kind: PieceSpaced, Spaces: v.spaces}
 	case v.joined && stop == ' ':
@@ -567,7 +606,12 @@ func (p Piece) valueRegex(esc Escape) string {
 	case PieceSpaced:
 		return `[^ ]*` + strings.Repeat(` [^ ]*`, p.Spaces)
 	case PieceJoined:
+		if p.Fewest {
+			return `(?:[^ ]*, )*?[^ ]*`
+		}
 		return `(?:[^ ]*, )*[^ ]*`
+	case PieceStrftime:
+		return p.Pattern
 	case PieceUntilEscaped:
 		return fmt.Sprintf(`[^%s\\]*(?:%s[^%[1]s\\]*)*`, classRune(p.Stop), escapeRegex[esc])
 	}

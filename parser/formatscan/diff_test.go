@@ -96,11 +96,19 @@ var customFormats = []struct {
 	{`$http_x_forwarded_for - $status`, logformat.EscapeDefault, false},
 	{`$http_x_forwarded_for $status $proxy_add_x_forwarded_for`, logformat.EscapeNone, false},
 	{`%{X-Forwarded-For}i %l %u %t "%r" %>s %b`, 0, true},
+	// X-Forwarded-For out of quotes before variables a line may leave out, whose value
+	// takes the fewest items the line fits with (an item ending with a comma, as a
+	// client's header may, before a space, is its last), twice; and before a header read
+	// to the end of the line, where it takes the most.
+	{`$remote_addr "$http_user_agent" $http_x_forwarded_for $request_time $upstream_response_time`, logformat.EscapeDefault, false},
+	{`$http_x_forwarded_for $proxy_add_x_forwarded_for $status`, logformat.EscapeDefault, false},
+	{`$http_x_forwarded_for - $remote_user $request_time`, logformat.EscapeDefault, false},
+	{`$remote_addr $http_x_forwarded_for $status $host`, logformat.EscapeDefault, false},
 	// Times of a strftime format holding spaces, before text that starts with a space and
 	// looks like the next part of the time.
 	{`%h %{%Y-%m-%d %H:%M:%S}t %>s`, 0, true},
 	{`%{%a %b %d %H:%M:%S %Y}t %h %{%Y %m}t`, 0, true},
-	{`%{%c}t - %{%r}t %>s`, 0, true},
+	{`%{%a %b %d %T %Y}t - %{%r}t %>s`, 0, true},
 	// The text after a number of 7, 8 and 9 bytes, its stop's included: the scanner compares
 	// one of at most 8 bytes as a word where 8 bytes of the line are left, the one at the
 	// end of the line among them.
@@ -327,6 +335,7 @@ func TestCompile(t *testing.T) {
 		{"stop U+FFFD", "$uri\ufffd$status", logformat.EscapeNone, false},
 		{"text holds U+FFFD", "\ufffd$uri", logformat.EscapeNone, false},
 		{"JSON template", `{"s":"$status"}`, logformat.EscapeJSON, false},
+		{"time padded with a space", `%h %{%e/%b/%Y %H:%M}t %>s`, 0, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := Compile(format(t, c.text, c.esc, c.apache), nil)
@@ -352,5 +361,65 @@ func TestListColon(t *testing.T) {
 	}
 	if got := string(line[caps[2]:caps[3]]); got != "p" {
 		t.Fatalf("the list is %q, want %q", got, "p")
+	}
+}
+
+// TestFewestItems: X-Forwarded-For out of quotes before the variables a line may leave out
+// reads as nginx wrote it, its items ending with a comma included (a client's
+// "X-Forwarded-For: 203.0.113.7,"), the lines as nginx 1.22 wrote them; and the scanner
+// reads it so itself, past the items it first tried, up to maxItems.
+func TestFewestItems(t *testing.T) {
+	f := format(t, `$remote_addr "$http_user_agent" $http_x_forwarded_for $request_time $upstream_response_time`, logformat.EscapeDefault, false)
+	re, s := compiled(t, f)
+	many := strings.Repeat("10.0.0.1, ", maxItems) + "10.0.0.2"
+	for _, c := range []struct {
+		line, xff, requestTime string
+		res                    result
+	}{
+		{`127.0.0.1 "-" 203.0.113.7, 0.000 -`, "203.0.113.7,", "0.000", matched},
+		{`127.0.0.1 "-" 203.0.113.7,  0.000 -`, "203.0.113.7, ", "0.000", matched},
+		{`127.0.0.1 "-" 203.0.113.7, 10.0.0.1 0.000 -`, "203.0.113.7, 10.0.0.1", "0.000", matched},
+		{`127.0.0.1 "-" 203.0.113.7, 10.0.0.1, 10.0.0.2 0.000 -`, "203.0.113.7, 10.0.0.1, 10.0.0.2", "0.000", matched},
+		{`127.0.0.1 "-" - 0.000 -`, "-", "0.000", matched},
+		// A line of a shorter format: the fewest items leave an address to $request_time.
+		{`127.0.0.1 "-" 203.0.113.7, 10.0.0.1 0.000`, "203.0.113.7,", "10.0.0.1", matched},
+		{`127.0.0.1 "-" ` + many + ` 0.000 -`, many, "0.000", undecided},
+	} {
+		caps := make([]int, 2*(len(f.Captures)+1))
+		if res := s.scan([]byte(c.line), caps); res != c.res {
+			t.Errorf("%q: scan %v, want %v", c.line, res, c.res)
+		}
+		sameAsRegexp(t, f, s, re, nil, []byte(c.line))
+		if !s.Match([]byte(c.line), caps) {
+			t.Fatalf("%q: no match", c.line)
+		}
+		if xff, rt := c.line[caps[6]:caps[7]], c.line[caps[8]:caps[9]]; xff != c.xff || rt != c.requestTime {
+			t.Errorf("%q: $http_x_forwarded_for %q, $request_time %q; want %q, %q", c.line, xff, rt, c.xff, c.requestTime)
+		}
+	}
+}
+
+// TestFewestItemsBound: the tries of two X-Forwarded-For values out of quotes, the second's
+// made for each of the first's, count together against maxItems, past which the line is
+// the regex's: a line crafted to fail them reads its rest maxItems times, not maxItems².
+func TestFewestItemsBound(t *testing.T) {
+	f := format(t, `$http_x_forwarded_for $http_x_forwarded_for $status $request_time`, logformat.EscapeDefault, false)
+	re, s := compiled(t, f)
+	for _, c := range []struct {
+		name, line string
+		res        result
+	}{
+		// 2 tries of the first value, 1 and 2 of the second's.
+		{"within", "a, a a, a 1 2", matched},
+		// 5 tries of the first value, 4+3+2+1+5 of the second's.
+		{"past", "a, a, a, a, a a, a, a, a, a 1 2", undecided},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			caps := make([]int, 2*(len(f.Captures)+1))
+			if res := s.scan([]byte(c.line), caps); res != c.res {
+				t.Errorf("scan %v, want %v", res, c.res)
+			}
+			sameAsRegexp(t, f, s, re, nil, []byte(c.line))
+		})
 	}
 }

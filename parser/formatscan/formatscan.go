@@ -74,6 +74,8 @@ type piece struct {
 	// at most 8 bytes (thenShort) is compared in one step.
 	thenWord, thenMask uint64
 	thenShort          bool
+	// fewest: a Joined value takes the fewest items the rest of the line fits with.
+	fewest bool
 }
 
 // Compile builds the scanner of text format f, which hands the lines it cannot decide to
@@ -88,7 +90,7 @@ func Compile(f *logformat.Format, regex Matcher) (*Scanner, error) {
 		if err := check(f.Pieces, i); err != nil {
 			return nil, fmt.Errorf("%w: %s: %s", ErrUnsupported, f.Describe(), err)
 		}
-		sp := piece{kind: p.Kind, lit: []byte(p.Lit), group: p.Group, optional: p.Optional, capture: 2 * p.Group, spaces: p.Spaces}
+		sp := piece{kind: p.Kind, lit: []byte(p.Lit), group: p.Group, optional: p.Optional, capture: 2 * p.Group, spaces: p.Spaces, fewest: p.Fewest}
 		if p.Kind == logformat.PieceUntil || p.Kind == logformat.PieceUntilEscaped {
 			sp.lit = utf8.AppendRune(nil, p.Stop)
 			if p.Stop < utf8.RuneSelf {
@@ -159,6 +161,10 @@ func check(pieces []logformat.Piece, i int) error {
 		return nil
 	case p.Kind == logformat.PieceBracketed:
 		return nil // it ends at its own ']', whatever follows
+	case p.Kind == logformat.PieceStrftime:
+		// A space in it may be the padding of a number or the format's own: which,
+		// only the characters after it tell.
+		return errors.New("a time of a strftime format pads a number with a space")
 	case p.Kind == logformat.PieceRest && next != nil:
 		return errors.New("text follows a value read to the end of the line")
 	case next != nil && next.Kind != logformat.PieceLiteral:
@@ -224,11 +230,15 @@ func (s *Scanner) WithRegex(regex Matcher) *Scanner {
 }
 
 // scan reads line along the pieces, taking at each choice the way the regex prefers.
-func (s *Scanner) scan(line []byte, caps []int) result {
+func (s *Scanner) scan(line []byte, caps []int) result { return s.scanFrom(line, caps, 0, 0, nil) }
+
+// scanFrom reads line from byte p along the pieces from piece from on; tries is what is
+// left of the reads of the rest of the line fewestItems may make (nil: none made yet).
+func (s *Scanner) scanFrom(line []byte, caps []int, from, p int, tries *int) result {
 	fail := noMatch
-	p := 0
-	for i := range s.pieces {
-		sp := &s.pieces[i]
+	pieces := s.pieces[from:]
+	for i := range pieces {
+		sp := &pieces[i]
 		if sp.byteStop {
 			// The value runs to its stop, found in the words looked at first, else by a
 			// call (every value held in a register is stored before a call and loaded
@@ -275,7 +285,7 @@ func (s *Scanner) scan(line []byte, caps []int) result {
 		}
 		if sp.optional && p == len(line) {
 			// The line ends before this part, which the regex then leaves out.
-			for _, q := range s.pieces[i:] {
+			for _, q := range pieces[i:] {
 				if q.group > 0 {
 					caps[2*q.group], caps[2*q.group+1] = -1, -1
 				}
@@ -325,6 +335,12 @@ func (s *Scanner) scan(line []byte, caps []int) result {
 				p += j
 			}
 		case logformat.PieceJoined:
+			if sp.fewest {
+				if res := s.fewestItems(line, caps, from+i, p, tries); res != noMatch {
+					return res
+				}
+				return fail
+			}
 			var joined bool
 			p, joined = joinedEnd(line, p)
 			if joined {
@@ -355,6 +371,48 @@ func (s *Scanner) scan(line []byte, caps []int) result {
 	}
 	caps[0], caps[1] = 0, len(line)
 	return matched
+}
+
+// maxItems is how many reads of the rest of the line fewestItems makes on a line before
+// it leaves the line to the regex: X-Forwarded-For lists a few proxies, and each try reads
+// the rest of the line again. The bound is on the line's tries, not each value's: those
+// of a value out of quotes after another are made for each of the other's, and two
+// such values would otherwise make maxItems² reads of a line crafted to fail them.
+const maxItems = 16
+
+// fewestItems reads the rest of the line from piece i, a value of items joined by ", "
+// starting at p, with the fewest items the rest fits with, as the regex's lazy
+// repetition does: one more each time it does not fit and the value's last item ends
+// with a comma before a space. Past maxItems tries on the line, undecided.
+func (s *Scanner) fewestItems(line []byte, caps []int, i, p int, tries *int) result {
+	if tries == nil {
+		left := maxItems
+		tries = &left
+	}
+	sp := &s.pieces[i]
+	start := p
+	for {
+		if *tries == 0 {
+			return undecided
+		}
+		*tries--
+		end := len(line)
+		if j := bytes.IndexByte(line[p:], ' '); j >= 0 {
+			end = p + j
+		}
+		if sp.group > 0 {
+			caps[2*sp.group], caps[2*sp.group+1] = start, end
+		}
+		if sp.then == nil || hasPrefix(line[end:], sp.then) {
+			if res := s.scanFrom(line, caps, i+1, end+len(sp.then), tries); res != noMatch {
+				return res
+			}
+		}
+		if end == len(line) || end == p || line[end-1] != ',' {
+			return noMatch
+		}
+		p = end + 1
+	}
 }
 
 // Word-at-a-time constants: a byte of ones, and the top bit of every byte.

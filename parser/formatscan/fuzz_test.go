@@ -24,6 +24,8 @@ func FuzzScanner(f *testing.F) {
 	f.Add(`%t%q %{X}i`, uint8(0), true, "[x]?a=b c d")
 	f.Add(`$upstream_addr $a;$b`, uint8(0), false, "p : q;r")
 	f.Add(`$http_x_forwarded_for - $status`, uint8(0), false, "a, - 200")
+	f.Add(`$remote_addr $http_x_forwarded_for $request_time $upstream_response_time`, uint8(0), false, "1.2.3.4 a, b, 0.1 0.2, 0.3")
+	f.Add(`$remote_addr $http_x_forwarded_for $status $host`, uint8(0), false, "1.2.3.4 a, b, 200 h x")
 	f.Add(`%{X-Forwarded-For}i %{%Y-%m-%d %H:%M}t %>s`, uint8(0), true, "a, b 2024-03-01 12:00 200")
 	f.Fuzz(func(t *testing.T, text string, escape uint8, apache bool, line string) {
 		var fm *logformat.Format
