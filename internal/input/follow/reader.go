@@ -179,7 +179,7 @@ func (t *tracked) positionAt(off int64) {
 	}
 }
 
-// minZeros is the fewest NUL bytes taken for space preallocated or lost (zeroed): fewer
+// minZeros is the fewest NUL bytes taken for space preallocated or lost (zeros): fewer
 // are text, the NULs of a character of UTF-16 or UTF-32 ("\n\x00" ends a line of
 // UTF-16LE), where a preallocation or a crash leaves blocks of them.
 const minZeros = 4
@@ -194,7 +194,7 @@ func zerosAt(file io.ReaderAt, off int64) bool {
 // textEnd is where the NUL bytes that end file, size bytes long, begin: size when its
 // last byte is no NUL, or when they are more than maxZeros (read at the start, a hostile
 // file's gigabytes would delay it). A file followed from its end is read from there, so
-// that what its writer writes over them is read (zeroed).
+// that what its writer writes over them is read (zeros).
 func textEnd(file io.ReaderAt, size int64) int64 {
 	var buf [4096]byte
 	at := size // where the NULs read back over begin
@@ -220,7 +220,7 @@ func textEnd(file io.ReaderAt, size int64) int64 {
 // maxZeros bounds the NUL bytes textEnd reads back over.
 const maxZeros = 64 << 20
 
-// pastZeros looks again at the NUL bytes held back at t's offset (zeroed), the file
+// pastZeros looks again at the NUL bytes held back at t's offset (zeros), the file
 // size long now. It returns where to read on from: t.off when text was written over
 // them (a writer filling in the space it preallocated), where text begins after them
 // when it was written there instead (they are a hole: a crashed writer's lost bytes,
@@ -240,7 +240,7 @@ func (t *tracked) pastZeros(size int64, stop *atomic.Bool) int64 {
 }
 
 // zerosToEnd reports whether nothing but NUL bytes follows off in t's file, up to its
-// end: the NULs that end a read that filled the buffer are held back (zeroed) only then.
+// end: the NULs that end a read that filled the buffer are held back (zeros) only then.
 // Text after them, already written, makes them a line's own, read with it: not the end of
 // a line its writer cut, nor space it has yet to fill in.
 func (t *tracked) zerosToEnd(off int64, stop *atomic.Bool) bool {
