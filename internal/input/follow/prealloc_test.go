@@ -25,14 +25,17 @@ func TestPreallocatedFilledIn(t *testing.T) {
 		// glob; beginning: from its beginning (start_at: beginning); grows: the writer
 		// preallocates only after the file was followed to its end.
 		later, glob, beginning, grows bool
-		// whole: the file is the NULs alone when first seen.
-		whole bool
-		want  span
+		// whole: the file is the NULs alone when first seen; written: the NULs are
+		// written, not a hole the file system makes of its new length.
+		whole, written bool
+		want           span
 	}{
 		{name: "present at the start, from its end", want: span{11, 40}},
 		{name: "present at the start, from its beginning", beginning: true, want: span{1, 40}},
 		{name: "appears after the start", later: true, want: span{1, 40}},
+		{name: "appears after the start, NULs written", later: true, written: true, want: span{1, 40}},
 		{name: "appears after the start, preallocated whole", later: true, whole: true, want: span{11, 40}},
+		{name: "appears after the start, preallocated whole, NULs written", later: true, whole: true, written: true, want: span{11, 40}},
 		{name: "appears after the start in a glob", later: true, glob: true, want: span{1, 40}},
 		{name: "preallocates once followed", grows: true, beginning: true, want: span{1, 40}},
 	} {
@@ -59,7 +62,7 @@ func TestPreallocatedFilledIn(t *testing.T) {
 				f.discover(false)
 				settle(f, clock)
 			}
-			preallocate(t, w, nuls)
+			preallocate(t, w, nuls, c.written)
 			if f == nil {
 				f = discovered(t, o, col.handle)
 			} else {
@@ -93,15 +96,20 @@ func TestPreallocatedFilledIn(t *testing.T) {
 	}
 }
 
-// preallocate makes w's file n bytes longer with NUL bytes, w's offset left where it
-// was, where the writer fills them in.
-func preallocate(t *testing.T, w *os.File, n int64) {
+// preallocate makes w's file n bytes longer with NUL bytes, written or a hole, w's offset
+// left where it was, where the writer fills them in.
+func preallocate(t *testing.T, w *os.File, n int64, written bool) {
 	t.Helper()
 	fi, err := w.Stat()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Truncate(fi.Size() + n); err != nil {
+	if written {
+		_, err = w.WriteAt(make([]byte, n), fi.Size())
+	} else {
+		err = w.Truncate(fi.Size() + n)
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
 }
