@@ -39,7 +39,8 @@ func TestLoadRefusesWhatIsNoRuleFile(t *testing.T) {
 		{"/dev/zero", "reading config: " + notRegular(t, "/dev/zero"), Load},
 		{dir, "reading config: " + notRegular(t, dir), Load},
 		{dir, "reading config: " + notRegular(t, dir), LoadAgain},
-		{big, "reading config: " + big + ": larger than 16 MiB; a rule file holds rules, not data", Load},
+		{big, "reading config: " + big + ": 1048577 bytes, more than the 1 MiB (1048576 bytes) a rule file may hold; a rule file holds rules, not data", Load},
+		{big, "reading config: " + big + ": 1048577 bytes, more than the 1 MiB (1048576 bytes) a rule file may hold; a rule file holds rules, not data", LoadAgain},
 	}
 	for _, tt := range tests {
 		t.Run(filepath.Base(tt.path), func(t *testing.T) {
@@ -103,7 +104,7 @@ func TestLoadReadsAPipe(t *testing.T) {
 	})
 	t.Run("too large", func(t *testing.T) {
 		path := pipe(t, strings.Repeat("#\n", MaxFileBytes/2+1))
-		if _, err := Load(path); err == nil || !strings.HasSuffix(err.Error(), ": larger than 16 MiB; a rule file holds rules, not data") {
+		if _, err := Load(path); err == nil || !strings.HasSuffix(err.Error(), ": more than the 1 MiB (1048576 bytes) a rule file may hold; a rule file holds rules, not data") {
 			t.Errorf("a pipe past MaxFileBytes: %v", err)
 		}
 	})
