@@ -231,6 +231,10 @@ func (d *decoder) yamlError(data []byte, err error) {
 	case strings.Contains(msg, "cannot start any token") && reservedStart(text) != 0:
 		// An Apache format (%h ...) or a value pasted from elsewhere, not quoted.
 		msg += fmt.Sprintf("; the value starts with %c, which YAML keeps for itself: put the value in quotes ('...')", reservedStart(text))
+	case longestKey(text) > maxYAMLKeyChars:
+		// yaml.v3 words a key past its bound as a key with no colon, or a colon where
+		// none may be.
+		msg += fmt.Sprintf("; the line's key is %d characters as written, and YAML reads a key of at most %d: shorten it", longestKey(text), maxYAMLKeyChars)
 	}
 	d.add(line, "", "not valid YAML: %s", msg)
 }
@@ -280,6 +284,28 @@ func lineOf(data []byte, n int) []byte {
 func tabIndented(text []byte) bool {
 	indent := text[:len(text)-len(bytes.TrimLeft(text, " \t-"))]
 	return bytes.IndexByte(indent, '\t') >= 0
+}
+
+// maxYAMLKeyChars is the most characters a key may have that is written without YAML's
+// "? " (a simple key, as every key is written).
+const maxYAMLKeyChars = 1024
+
+// longestKey is the length in characters of the longest key on a line, as written (its
+// quotes too, which YAML counts): the text before each colon followed by a space or the
+// line's end, from the line's indentation and list dashes, or from the { or , before it
+// within the line.
+func longestKey(text []byte) int {
+	most, start := 0, len(text)-len(bytes.TrimLeft(text, " -"))
+	for i := start; i < len(text); i++ {
+		switch c := text[i]; {
+		case c == '{' || c == ',':
+			start = i + 1
+		case c == ':' && (i+1 == len(text) || text[i+1] == ' '):
+			most = max(most, utf8.RuneCount(bytes.Trim(text[start:i], " ")))
+			start = i + 1
+		}
+	}
+	return most
 }
 
 // reservedStart is the character a line's value starts with when it is one YAML reserves
