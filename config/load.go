@@ -116,6 +116,7 @@ func tooLarge(path, size string) error {
 // the file system, for tests and for callers that read the file themselves.
 func Parse(data []byte, file string) (*Config, error) {
 	d := &decoder{patterns: map[string]string{}, patternLines: map[string]int{}, badPatterns: map[string]bool{}}
+	d.text = data
 	root := d.document(data)
 	if root == nil {
 		return nil, d.err(file)
@@ -132,6 +133,11 @@ func Parse(data []byte, file string) (*Config, error) {
 // every rule's match refers to.
 type decoder struct {
 	problems
+	// text is the file, for the checks of how a value was written (see words), which
+	// find its lines by lineStarts (made at the first) and have read linesRead of them.
+	text       []byte
+	lineStarts []int
+	linesRead  int
 	// warned are what Warnings says of a config that loads, found while it is decoded.
 	warned []Problem
 	// patterns holds each valid pattern expanded (nested %{...} resolved, wrapped in (?:)).
@@ -482,7 +488,7 @@ func (d *decoder) windows(e entry, subject string) ([]time.Duration, []string, b
 	if d.tooMany(e, subject, items(e.val), maxWindows, "windows", holder) {
 		return nil, nil, false
 	}
-	texts, ok := d.list(e, subject, "windows")
+	texts, ok := d.words(e, subject, "windows")
 	if !ok {
 		return nil, nil, false
 	}
