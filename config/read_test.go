@@ -8,7 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
+
+	"github.com/logwindow/logwindow_exporter/internal/testutil/await"
 )
 
 // TestLoadRefusesWhatIsNoRuleFile: a path that is not a regular file, or a file past
@@ -49,13 +50,21 @@ func TestLoadRefusesWhatIsNoRuleFile(t *testing.T) {
 				_, err := tt.load(tt.path)
 				done <- err
 			}()
-			select {
-			case err := <-done:
-				if err == nil || err.Error() != tt.want {
-					t.Errorf("got %.300v, want %s", err, tt.want)
+			// A load that waits on a writer waits for ever: until the test's timeout, not
+			// a bound in seconds that a loaded machine passes.
+			var err error
+			if !await.Until(t, func() bool {
+				select {
+				case err = <-done:
+					return true
+				default:
+					return false
 				}
-			case <-time.After(10 * time.Second):
+			}) {
 				t.Fatal("Load did not return")
+			}
+			if err == nil || err.Error() != tt.want {
+				t.Errorf("got %.300v, want %s", err, tt.want)
 			}
 		})
 	}
