@@ -13,6 +13,7 @@ import (
 
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/exporter"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/await"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/metrictest"
 )
 
@@ -102,19 +103,15 @@ rules:
 	})
 	writers.Wait()
 	total := uint64(2 * rounds * perRound)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		var read uint64
+	var read uint64
+	if !await.Until(t, func() bool {
+		read = 0
 		for _, s := range p.inputStats() {
 			read += s.LinesRead
 		}
-		if read == total {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d lines read", read, total)
-		}
-		time.Sleep(5 * time.Millisecond)
+		return read == total
+	}) {
+		t.Fatalf("%d of %d lines read", read, total)
 	}
 	close(done)
 	side.Wait()
