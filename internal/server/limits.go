@@ -29,7 +29,9 @@ import (
 // waited grace at least (see busy); or else of the one that has waited longest of the
 // client (its address: see client) holding the most that wait for their
 // first request, when it holds more than one more than the new connection's client; else
-// the new connection is closed. So held sockets use at most max file descriptors, a
+// the new connection is closed (an HTTP/2 one idle between requests is sent a GOAWAY
+// instead, see end). So held sockets use at most max file descriptors (and a quarter
+// more for those GOAWAYs), a
 // client that opens many and sends nothing, or reads no reply, cannot keep a scraper out
 // for long, nor at all from another address (by opening max connections a second), and a
 // burst of new connections cannot close a scraper's before it had the time to send its
@@ -55,12 +57,16 @@ type connLimiter struct {
 	// shutting is set by closeFresh: a connection the server accepts after it (its accept
 	// loop may lag behind the shutdown) is closed at once too.
 	shutting bool
+	// goAway are the HTTP/2 connections served (see serveHTTP2), and draining how many of
+	// them were sent a GOAWAY to stay within max and are still open.
+	goAway   map[net.Conn]*http2Conn
+	draining int
 }
 
 func newConnLimiter(max int, grace time.Duration, logger *slog.Logger) *connLimiter {
 	return &connLimiter{max: max, grace: grace, logger: logger,
 		idle: map[net.Conn]time.Time{}, fresh: map[net.Conn]time.Time{}, running: map[net.Conn]*busy{},
-		hosts: map[net.Conn]string{}, freshBy: map[string]int{}}
+		hosts: map[net.Conn]string{}, freshBy: map[string]int{}, goAway: map[net.Conn]*http2Conn{}}
 }
 
 // busy is a connection running requests: handlers of them run on it (see handling), or
@@ -243,6 +249,7 @@ func (l *connLimiter) track(c net.Conn, state http.ConnState) {
 				l.logger.Warn("connections closed to stay within --web.max-connections", "max_connections", l.max, "closed", l.closed)
 			}
 			victim := oldest(l.idle, now)
+			idle := victim != nil
 			if victim == nil {
 				victim = oldest(l.fresh, now.Add(-l.grace))
 			}
@@ -259,7 +266,7 @@ func (l *connLimiter) track(c net.Conn, state http.ConnState) {
 			delete(l.idle, victim)
 			l.unfresh(victim)
 			delete(l.running, victim)
-			go victim.Close()
+			l.end(victim, idle)
 		}
 		l.addFresh(c, host, now)
 	case http.StateActive:
