@@ -114,11 +114,20 @@ func (c *clock) read() (processing, wall int64) {
 	// CLOCK_MONOTONIC) stands still: the wall clock's course counts the suspension too,
 	// so that a laptop or VM resumed is no step held, its lines future for a minute. One
 	// under suspendedMin is left to wallSlack, as the readings of the two clocks apart are.
+	//
+	// Of the time suspended since it was last read, only as much as the wall clock moved
+	// off the monotonic one since (drift) is counted: the rest a step back cancelled, as
+	// when a VM's clock is set back to the time it was suspended at, in a reading whose
+	// wall clock then stayed on course and was given as it was. Left unread there, the
+	// suspension counted whole at a later reading was a step back of its length, held a
+	// minute (the wall clock given that far ahead) and then taken: a step back that was
+	// not. A step back by less than a suspension read at once is taken so too, as part
+	// of it.
 	since := d
 	if c.drift.Abs() >= suspendedUnread {
 		if slept, ok := c.slept(); ok {
-			if slept-c.sleptAt >= suspendedMin {
-				since += slept - c.sleptAt
+			if counted := min(slept-c.sleptAt, c.drift); counted >= suspendedMin {
+				since += counted
 			}
 			c.sleptAt, c.drift = slept, 0
 		}

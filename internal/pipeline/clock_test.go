@@ -244,6 +244,21 @@ func TestClockSuspendReadOffCourse(t *testing.T) {
 		}},
 		// Read at the step, not again while it is held: the wall clock keeps its new course.
 		{"a step ahead held, then taken", []reading{{time.Second, 0, time.Hour, time.Second, 1}, {time.Second, 0, 0, 2 * time.Second, 1}, {wallStepHold, 0, 0, time.Hour + 2*time.Second + wallStepHold, 1}, {time.Second, 0, 0, time.Hour + 3*time.Second + wallStepHold, 1}}},
+		// A suspension of an hour, the wall clock set back by it on resume (a VM's,
+		// to the time it was suspended at): the wall clock stays on course, and the
+		// time suspended is not read. Read later, as the wall clock moves off by 20 ms,
+		// it is no step back: it was counted as one, held a minute (the wall clock
+		// given an hour ahead) and then taken.
+		{"a suspension a step back hid", []reading{
+			{10 * time.Second, 0, 0, 10 * time.Second, 0}, {time.Second, time.Hour, -time.Hour, 11 * time.Second, 0},
+			{time.Second, 0, 20 * ms, 12 * time.Second, 1}, {wallStepHold, 0, 0, 12*time.Second + wallStepHold, 1},
+		}},
+		// The suspension and its wall clock set right later (NTP, after the hold): the
+		// step ahead is the suspension, taken at once.
+		{"a suspension a step back hid, set right", []reading{
+			{10 * time.Second, 0, 0, 10 * time.Second, 0}, {time.Second, time.Hour, -time.Hour, 11 * time.Second, 0},
+			{2 * wallStepHold, 0, time.Hour, time.Hour + 11*time.Second + 2*wallStepHold, 1},
+		}},
 		{"a step back set right", []reading{{time.Second, 0, -time.Hour, time.Second, 1}, {time.Second, 0, time.Hour, 2 * time.Second, 2}, {time.Second, 0, 0, 3 * time.Second, 2}}},
 	}
 	for _, c := range cases {
