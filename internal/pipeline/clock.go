@@ -44,6 +44,9 @@ type clock struct {
 	// off it (by any step).
 	holding    bool
 	step, held time.Duration
+	// behind is set while a hold started by wallNotBefore lasts: the wall clock at the
+	// start was behind the snapshot's, and one that comes to its course is taken at once.
+	behind bool
 	// elapsed is the monotonic time since the first reading; no step set right is told
 	// of before quietUntil, so that a clock that flaps logs once a wallStepHold.
 	elapsed, quietUntil time.Duration
@@ -114,11 +117,20 @@ func (c *clock) read() (processing, wall int64) {
 	// CLOCK_MONOTONIC) stands still: the wall clock's course counts the suspension too,
 	// so that a laptop or VM resumed is no step held, its lines future for a minute. One
 	// under suspendedMin is left to wallSlack, as the readings of the two clocks apart are.
+	//
+	// Of the time suspended since it was last read, only as much as the wall clock moved
+	// off the monotonic one since (drift) is counted: the rest a step back cancelled, as
+	// when a VM's clock is set back to the time it was suspended at, in a reading whose
+	// wall clock then stayed on course and was given as it was. Left unread there, the
+	// suspension counted whole at a later reading was a step back of its length, held a
+	// minute (the wall clock given that far ahead) and then taken: a step back that was
+	// not. A step back by less than a suspension read at once is taken so too, as part
+	// of it.
 	since := d
 	if c.drift.Abs() >= suspendedUnread {
 		if slept, ok := c.slept(); ok {
-			if slept-c.sleptAt >= suspendedMin {
-				since += slept - c.sleptAt
+			if counted := min(slept-c.sleptAt, c.drift); counted >= suspendedMin {
+				since += counted
 			}
 			c.sleptAt, c.drift = slept, 0
 		}
@@ -142,6 +154,31 @@ func (c *clock) notBefore(t int64) {
 	}
 }
 
+// wallNotBefore holds the wall clock given event-time rules at second t, the newest their
+// restored series were added at (store.Restored.Wall), when the host's is behind it at
+// the start, as a step back of the wall clock is held: a node without a clock of its own
+// boots in the past, and read by it the snapshot's windows were behind their lines (by
+// the longest window, empty) and a line stamped by the right clock future. From there it
+// goes on by the monotonic clock until the host's clock comes to that course, or past
+// it, which is taken at once (NTP setting it right: the time the exporter was down is
+// known only then), or until it has stood behind for wallStepHold, which takes it as a
+// step that stayed.
+func (c *clock) wallNotBefore(t int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t = min(t, store.LatestSecond)
+	if c.wallAt.Unix() >= t {
+		return
+	}
+	held := time.Unix(t, 0)
+	if c.log != nil {
+		c.log.Warn("the host's wall clock is behind the snapshot's lines of event-time rules: they go on from the snapshot's time by the monotonic clock until the clock is set right (taken at once) or has stood behind a minute (taken then, the windows read behind their lines)",
+			"behind", held.Sub(c.wallAt))
+	}
+	c.holding, c.behind, c.step, c.held = true, true, c.wallAt.Sub(held), 0
+	c.wallAt = held
+}
+
 // vet returns the wall clock to give event-time rules at a reading of it, wall, taken d
 // after the previous reading on the monotonic clock, the host's suspension counted.
 // Without a monotonic reading (an injected clock) d is the wall clock's own difference,
@@ -150,6 +187,12 @@ func (c *clock) vet(wall time.Time, d time.Duration) time.Time {
 	course := c.wallAt.Add(d)
 	off := wall.Sub(course)
 	switch {
+	case c.behind && off >= -wallSlack:
+		if c.log != nil {
+			c.log.Warn("the host's wall clock, behind the snapshot's lines at the start, was set right: event-time rules go by it from now on", "step", off, "held", c.held)
+		}
+		c.holding, c.behind = false, false
+		c.wallAt = wall
 	case off.Abs() <= wallSlack:
 		if c.holding && c.log != nil && c.elapsed >= c.quietUntil {
 			c.quietUntil = c.elapsed + wallStepHold
@@ -170,7 +213,7 @@ func (c *clock) vet(wall time.Time, d time.Duration) time.Time {
 			if c.log != nil {
 				c.log.Warn("the host's wall clock stepped and stayed: event-time rules go by it from now on, and their windows move by the step", "step", c.step, "lasted", c.held)
 			}
-			c.holding = false
+			c.holding, c.behind = false, false
 			c.wallAt = wall
 		}
 	}

@@ -244,6 +244,21 @@ func TestClockSuspendReadOffCourse(t *testing.T) {
 		}},
 		// Read at the step, not again while it is held: the wall clock keeps its new course.
 		{"a step ahead held, then taken", []reading{{time.Second, 0, time.Hour, time.Second, 1}, {time.Second, 0, 0, 2 * time.Second, 1}, {wallStepHold, 0, 0, time.Hour + 2*time.Second + wallStepHold, 1}, {time.Second, 0, 0, time.Hour + 3*time.Second + wallStepHold, 1}}},
+		// A suspension of an hour, the wall clock set back by it on resume (a VM's,
+		// to the time it was suspended at): the wall clock stays on course, and the
+		// time suspended is not read. Read later, as the wall clock moves off by 20 ms,
+		// it is no step back: it was counted as one, held a minute (the wall clock
+		// given an hour ahead) and then taken.
+		{"a suspension a step back hid", []reading{
+			{10 * time.Second, 0, 0, 10 * time.Second, 0}, {time.Second, time.Hour, -time.Hour, 11 * time.Second, 0},
+			{time.Second, 0, 20 * ms, 12 * time.Second, 1}, {wallStepHold, 0, 0, 12*time.Second + wallStepHold, 1},
+		}},
+		// The suspension and its wall clock set right later (NTP, after the hold): the
+		// step ahead is the suspension, taken at once.
+		{"a suspension a step back hid, set right", []reading{
+			{10 * time.Second, 0, 0, 10 * time.Second, 0}, {time.Second, time.Hour, -time.Hour, 11 * time.Second, 0},
+			{2 * wallStepHold, 0, time.Hour, time.Hour + 11*time.Second + 2*wallStepHold, 1},
+		}},
 		{"a step back set right", []reading{{time.Second, 0, -time.Hour, time.Second, 1}, {time.Second, 0, time.Hour, 2 * time.Second, 2}, {time.Second, 0, 0, 3 * time.Second, 2}}},
 	}
 	for _, c := range cases {
@@ -279,5 +294,43 @@ func TestClockSuspendReadOffCourse(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestClockWallNotBefore: a start whose wall clock is behind the snapshot's lines of
+// event-time rules gives them the snapshot's second, going on by the monotonic clock, until
+// the wall clock comes to that course or past it (taken at once: NTP set it right), or
+// has stood behind it a minute (taken then, as a step that stayed); a step that sets it
+// right only partly is held as any.
+func TestClockWallNotBefore(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	type reading struct {
+		awake, step time.Duration // the monotonic clock, and the wall clock's step, before it
+		want        time.Duration // the wall clock given, from t0
+	}
+	cases := []struct {
+		name     string
+		behind   time.Duration // the wall clock at the start, behind t0
+		readings []reading
+	}{
+		{"set right", time.Hour, []reading{{10 * time.Second, 0, 10 * time.Second}, {time.Second, time.Hour + 2*time.Minute, 2*time.Minute + 11*time.Second}, {time.Second, 0, 2*time.Minute + 12*time.Second}}},
+		{"set right to the course", time.Hour, []reading{{10 * time.Second, time.Hour, 10 * time.Second}, {time.Second, 0, 11 * time.Second}}},
+		{"set right partly", time.Hour, []reading{{10 * time.Second, 30 * time.Minute, 10 * time.Second}, {wallStepHold, 0, -30*time.Minute + 10*time.Second + wallStepHold}}},
+		{"never set right", time.Hour, []reading{{10 * time.Second, 0, 10 * time.Second}, {wallStepHold, 0, -time.Hour + 10*time.Second + wallStepHold}, {time.Second, 0, -time.Hour + 11*time.Second + wallStepHold}}},
+		{"not behind", 0, []reading{{10 * time.Second, 0, 10 * time.Second}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			mono, wall := testclock.New(t0.Add(-c.behind)), testclock.New(t0.Add(-c.behind))
+			clk := newClock(mono.Now, wall.Now, nil)
+			clk.wallNotBefore(t0.Unix())
+			for i, r := range c.readings {
+				mono.Add(r.awake)
+				wall.Add(r.awake + r.step)
+				if _, got := clk.read(); got != t0.Add(r.want).Unix() {
+					t.Errorf("reading %d: wall t0%+ds, want t0%+ds", i+1, got-t0.Unix(), int64(r.want/time.Second))
+				}
+			}
+		})
 	}
 }

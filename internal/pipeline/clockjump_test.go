@@ -131,3 +131,83 @@ func TestEventTimeWallStep(t *testing.T) {
 		})
 	}
 }
+
+// TestEventTimeBootBehindSnapshot: a node without a clock of its own (no RTC, no NTP at
+// boot) restarts the exporter with its wall clock an hour behind the snapshot's lines,
+// which the start warns of; then NTP sets it right, a step ahead of an hour and two
+// minutes. The snapshot's lines were read an hour behind them, in no window, and the
+// step was held a minute as any: the lines after it, stamped by the right clock, were
+// future, placed an hour back. The wall clock given is now held at the snapshot's, and
+// the step that sets it right taken at once: the snapshot's lines are in the windows,
+// counted once, and those after the step in the 1m window at once.
+func TestEventTimeBootBehindSnapshot(t *testing.T) {
+	rules := `
+global: {windows: [1m, 5m, 1h]}
+inputs: [{name: web, path: 'LOG', start_at: end}]
+rules:
+  - name: timed
+    match: 'ts=(?P<ts>\S+) n='
+    timestamp: {capture: ts, layout: '2006-01-02T15:04:05Z07:00'}
+`
+	dir, log := t.TempDir(), filepath.Join(t.TempDir(), "access.log")
+	if err := os.WriteFile(log, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rules = strings.ReplaceAll(rules, "LOG", log)
+	lines := func(p *Pipeline, at time.Time, total float64) {
+		t.Helper()
+		f, err := os.OpenFile(log, os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for n := range 5 {
+			fmt.Fprintf(f, "ts=%s n=%d\n", at.Format(time.RFC3339), n)
+		}
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(20 * time.Second)
+		for gatherPipeline(t, p)[`timed_total{}`] != total {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed_total not %v", total)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	t0 := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	var out syncbuf.Buffer
+	mono, wall := testclock.New(t0), testclock.New(t0)
+	p := startStoredOn(t, rules, dir, &out, Options{Now: mono.Now, wall: wall.Now})
+	lines(p, t0, 5)
+	p.Stop()
+
+	// Two minutes later the node is up again, its clock an hour behind.
+	boot := t0.Add(-time.Hour)
+	mono, wall = testclock.New(boot), testclock.New(boot)
+	p = startStoredOn(t, rules, dir, &out, Options{Now: mono.Now, wall: wall.Now})
+	if !strings.Contains(out.String(), "behind") {
+		t.Errorf("the start did not warn of a clock behind the snapshot:\n%s", out.String())
+	}
+	check := func(when string, want map[string]float64) {
+		t.Helper()
+		got := gatherPipeline(t, p)
+		for key, want := range want {
+			if got[key] != want {
+				t.Errorf("%s: %s: %v, want %v", when, key, got[key], want)
+			}
+		}
+	}
+	check("restored", map[string]float64{`timed_total{}`: 5, `timed_window{window="1h"}`: 5, `timed_window{window="5m"}`: 5})
+	mono.Add(10 * time.Second)
+	wall.Add(time.Hour + 2*time.Minute + 10*time.Second)
+	p.Expire() // as its ticker would
+	lines(p, wall.Now(), 10)
+	check("set right", map[string]float64{
+		`timed_window{window="1m"}`: 5, `timed_window{window="5m"}`: 10, `timed_window{window="1h"}`: 10,
+		`logwindow_rule_dropped_lines_total{reason="future",rule="timed"}`: 0,
+		`logwindow_rule_dropped_lines_total{reason="late",rule="timed"}`:   0,
+	})
+	if !strings.Contains(out.String(), "was set right") {
+		t.Errorf("no log of the clock set right:\n%s", out.String())
+	}
+}

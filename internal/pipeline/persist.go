@@ -194,6 +194,7 @@ func (p *Pipeline) restore(gen *generation) (map[string][]follow.Position, map[s
 		// time ahead across every restart since. Either way a person should know.
 		log.Warn("the host's clock is behind the processing time of the snapshot's newest lines (it stepped back while the exporter was down, or was ahead when the snapshot was written): processing time goes on from theirs, this far ahead of the clock", "dir", s.dir, "ahead", ahead)
 	}
+	p.clock.wallNotBefore(res.Wall)
 	for _, why := range res.Skipped {
 		log.Warn("a rule of the snapshot was not restored: it starts empty", "err", why)
 	}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/netip"
@@ -29,7 +31,9 @@ import (
 // waited grace at least (see busy); or else of the one that has waited longest of the
 // client (its address: see client) holding the most that wait for their
 // first request, when it holds more than one more than the new connection's client; else
-// the new connection is closed. So held sockets use at most max file descriptors, a
+// the new connection is closed (an HTTP/2 one idle between requests is sent a GOAWAY
+// instead, see end). So held sockets use at most max file descriptors (and a quarter
+// more for those GOAWAYs), a
 // client that opens many and sends nothing, or reads no reply, cannot keep a scraper out
 // for long, nor at all from another address (by opening max connections a second), and a
 // burst of new connections cannot close a scraper's before it had the time to send its
@@ -55,12 +59,16 @@ type connLimiter struct {
 	// shutting is set by closeFresh: a connection the server accepts after it (its accept
 	// loop may lag behind the shutdown) is closed at once too.
 	shutting bool
+	// goAway are the HTTP/2 connections served (see serveHTTP2), and draining how many of
+	// them were sent a GOAWAY to stay within max and are still open.
+	goAway   map[net.Conn]*http2Conn
+	draining int
 }
 
 func newConnLimiter(max int, grace time.Duration, logger *slog.Logger) *connLimiter {
 	return &connLimiter{max: max, grace: grace, logger: logger,
 		idle: map[net.Conn]time.Time{}, fresh: map[net.Conn]time.Time{}, running: map[net.Conn]*busy{},
-		hosts: map[net.Conn]string{}, freshBy: map[string]int{}}
+		hosts: map[net.Conn]string{}, freshBy: map[string]int{}, goAway: map[net.Conn]*http2Conn{}}
 }
 
 // busy is a connection running requests: handlers of them run on it (see handling), or
@@ -243,6 +251,7 @@ func (l *connLimiter) track(c net.Conn, state http.ConnState) {
 				l.logger.Warn("connections closed to stay within --web.max-connections", "max_connections", l.max, "closed", l.closed)
 			}
 			victim := oldest(l.idle, now)
+			idle := victim != nil
 			if victim == nil {
 				victim = oldest(l.fresh, now.Add(-l.grace))
 			}
@@ -259,7 +268,7 @@ func (l *connLimiter) track(c net.Conn, state http.ConnState) {
 			delete(l.idle, victim)
 			l.unfresh(victim)
 			delete(l.running, victim)
-			go victim.Close()
+			l.end(victim, idle)
 		}
 		l.addFresh(c, host, now)
 	case http.StateActive:
@@ -298,7 +307,7 @@ func (l *connLimiter) track(c net.Conn, state http.ConnState) {
 // scraper that comes after them, nor can a client sending scrapes faster than places
 // free (each 503 sent again at once) put out or go before another client's, nor can
 // clients of many addresses each sending its next scrape as soon as one is answered
-// (see recentClient). A scrape that waited in vain gets 503 too. The status page has a
+// (see placedTable), however many. A scrape that waited in vain gets 503 too. The status page has a
 // limiter of its own, so that pages asked for cannot keep out a scraper, nor scrapes the
 // page.
 //
@@ -328,14 +337,10 @@ type scrapeLimiter struct {
 	mu      sync.Mutex
 	running map[*scrape]struct{}
 	waiting []*scrape // a stack
-	// places counts the places given and refused; placed is the count when each client
-	// running or waiting, or that left less than recentClient ago, was last given or
-	// refused one (see next), left when each of the latter left, pruned when those that
-	// left before were last dropped.
+	// places counts the places given and refused; placed tells the count when each
+	// client was last given or refused one (see next).
 	places uint64
-	placed map[string]uint64
-	left   map[string]time.Time
-	pruned time.Time
+	placed placedTable
 	// held is the sum of the running scrapes' charges; refusals count the 503s by
 	// refusal, ended the scrapes ended for a client that did not read, alone the scrapes
 	// charged the whole budget.
@@ -369,7 +374,7 @@ const (
 var refusalNames = [numRefusals]string{"max_requests", "max_scrape_bytes", "displaced"}
 
 func newScrapeLimiter(max int, stall, wait time.Duration, logger *slog.Logger) *scrapeLimiter {
-	return &scrapeLimiter{max: max, stall: stall, wait: wait, logger: logger, running: map[*scrape]struct{}{}, placed: map[string]uint64{}, left: map[string]time.Time{}}
+	return &scrapeLimiter{max: max, stall: stall, wait: wait, logger: logger, running: map[*scrape]struct{}{}, placed: newPlacedTable()}
 }
 
 // withBudget bounds the heap of the scrapes in flight to budget bytes (0: none), a
@@ -464,8 +469,6 @@ func (l *scrapeLimiter) logRefusal(r *http.Request, why refusal) {
 // it says why.
 func (l *scrapeLimiter) acquire(r *http.Request, s *scrape) (bool, refusal) {
 	l.mu.Lock()
-	l.prune(time.Now())
-	delete(l.left, s.client)
 	l.waiting = append(l.waiting, s)
 	if len(l.waiting) > l.max {
 		i := l.crowding()
@@ -526,7 +529,7 @@ func (l *scrapeLimiter) crowding() int {
 	}
 	out := -1
 	for i, w := range l.waiting {
-		if waiting[w.client] == most && (out < 0 || l.placed[w.client] > l.placed[l.waiting[out].client]) {
+		if waiting[w.client] == most && (out < 0 || l.placed.get(w.client) > l.placed.get(l.waiting[out].client)) {
 			out = i
 		}
 	}
@@ -547,7 +550,7 @@ func (l *scrapeLimiter) next() int {
 		if running[a] != running[b] {
 			return running[a] < running[b]
 		}
-		return l.placed[a] < l.placed[b]
+		return l.placed.get(a) < l.placed.get(b)
 	}
 	next := len(l.waiting) - 1
 	for i := next - 1; i >= 0; i-- {
@@ -558,72 +561,69 @@ func (l *scrapeLimiter) next() int {
 	return next
 }
 
-// recentClient is how long the limiter keeps when a client that left it (runs and waits
-// for no scrape) was last given or refused a place. Forgotten at once, clients of many
-// addresses (a node's pods), each sending its next scrape as soon as one was answered,
-// came back as given none, as a scraper that waits, and of those the last come went
-// first and the one waiting longest, the scraper, was put out: every scrape of a
-// Prometheus beside 20 such addresses got 503. A client is kept a second to two (see
-// prune), less than a scrape interval: a Prometheus comes back as given none lately, or
-// as given a place before them.
-const recentClient = time.Second
+// placedTable tells, for a client, the count of places (see scrapeLimiter.places) when
+// it was last given or refused one, in a table of fixed size, whatever the clients: each
+// count is kept in placedHashes slots chosen by a keyed hash of the client, and a client
+// is told the least of its slots. A client is never told an earlier place than its own
+// last (a slot only grows), so a crowd is never taken for clients given none lately;
+// a Prometheus, which scrapes once an interval, is told a later place than its own only
+// where every one of its slots was taken since by the crowd, which a crowd of 5000
+// addresses does for one address in about a hundred.
+//
+// It was a map of the clients that left the limiter in the last second or two, 4096 at
+// most, those past it forgotten: a crowd of more addresses than that, each sending its
+// next scrape soon after one was answered, had the forgotten ones come back as given
+// none lately, as a Prometheus does, and of those the one waiting longest was put out
+// (every scrape of a Prometheus beside 5000 such addresses got 503). A client that takes
+// a new address for each scrape (a host picking addresses of its IPv6 /64) is still
+// given none lately each time, and goes before a Prometheus.
+type placedTable struct {
+	seed  maphash.Seed
+	slots *[placedSlots]uint64 // made at the first place given or refused
+}
 
-// maxRecentClients bounds the clients kept after they left (see recentClient). Those
-// dropped past it come back as given none lately, as a Prometheus does: a crowd of more
-// addresses than this, sending scrapes faster than they are served, puts out a
-// Prometheus's scrapes as a crowd taking a new address for each does.
-const maxRecentClients = 4096
+// placedSlots is the size of a placedTable (512 KiB), placedHashes the slots of each
+// client.
+const (
+	placedSlots  = 1 << 16
+	placedHashes = 3
+)
+
+func newPlacedTable() placedTable { return placedTable{seed: maphash.MakeSeed()} }
+
+// index returns the slots of client.
+func (t *placedTable) index(client string) [placedHashes]uint16 {
+	h := maphash.String(t.seed, client)
+	return [placedHashes]uint16{uint16(h), uint16(h >> 16), uint16(h >> 32)}
+}
+
+// get is the count of places when client was last given or refused one, or later; 0
+// if none.
+func (t *placedTable) get(client string) uint64 {
+	if t.slots == nil {
+		return 0
+	}
+	least := uint64(math.MaxUint64)
+	for _, i := range t.index(client) {
+		least = min(least, t.slots[i])
+	}
+	return least
+}
+
+// set notes that client was given or refused a place at count places.
+func (t *placedTable) set(client string, places uint64) {
+	if t.slots == nil {
+		t.slots = new([placedSlots]uint64)
+	}
+	for _, i := range t.index(client) {
+		t.slots[i] = max(t.slots[i], places)
+	}
+}
 
 // refuse notes that s, out of the waiting scrapes, was refused a place. Under l.mu.
 func (l *scrapeLimiter) refuse(s *scrape) {
 	l.places++
-	l.placed[s.client] = l.places
-	l.forget(s)
-}
-
-// forget notes when the client of s left the limiter, once it runs and waits for none:
-// s left it. Under l.mu.
-func (l *scrapeLimiter) forget(s *scrape) {
-	of := func(x *scrape) bool { return x.client == s.client }
-	if slices.ContainsFunc(l.waiting, of) {
-		return
-	}
-	for x := range l.running {
-		if of(x) {
-			return
-		}
-	}
-	l.left[s.client] = time.Now()
-	if len(l.left) > maxRecentClients {
-		// More clients left within two seconds than are kept: those that left a second
-		// ago or more are dropped, then others, in a map's order, down to half (so that
-		// this runs once per as many new ones); they come back as given none lately.
-		l.pruned = time.Time{}
-		l.prune(time.Now())
-		for c := range l.left {
-			if len(l.left) <= maxRecentClients/2 {
-				break
-			}
-			delete(l.left, c)
-			delete(l.placed, c)
-		}
-	}
-}
-
-// prune drops when the clients that left recentClient ago or more were last given or
-// refused a place, once per recentClient at most: the limiter keeps the clients of the
-// scrapes of the last two. Under l.mu.
-func (l *scrapeLimiter) prune(now time.Time) {
-	if now.Sub(l.pruned) < recentClient {
-		return
-	}
-	l.pruned = now
-	for c, at := range l.left {
-		if now.Sub(at) >= recentClient {
-			delete(l.left, c)
-			delete(l.placed, c)
-		}
-	}
+	l.placed.set(s.client, l.places)
 }
 
 // fits reports whether s may run beside the running scrapes. Under l.mu.
@@ -645,7 +645,7 @@ func (l *scrapeLimiter) fill() time.Duration {
 		l.waiting = slices.Delete(l.waiting, i, i+1)
 		l.running[w] = struct{}{}
 		l.places++
-		l.placed[w.client] = l.places
+		l.placed.set(w.client, l.places)
 		l.held += w.charge
 		if w.alone {
 			l.alone++
@@ -756,7 +756,6 @@ func (l *scrapeLimiter) hold(ctx context.Context, s *scrape, bytes int64) error 
 // room in hold. Under l.mu.
 func (l *scrapeLimiter) drop(s *scrape) {
 	delete(l.running, s)
-	l.forget(s)
 	l.held -= s.charge
 	l.unwant(s)
 	if l.freed != nil {

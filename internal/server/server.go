@@ -7,6 +7,7 @@ package server
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
@@ -658,6 +659,8 @@ func newHTTPServer(h http.Handler, o Options) *http.Server {
 	}
 	if o.conns != nil {
 		srv.ConnState, srv.ConnContext = o.conns.track, o.conns.connContext
+		srv.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){"h2": o.conns.serveHTTP2}
+		srv.RegisterOnShutdown(o.conns.goAwayAll)
 	}
 	if o.IdleTimeout == 0 {
 		srv.IdleTimeout = -1 // net/http would take the read timeout

@@ -319,6 +319,11 @@ type Restored struct {
 	// nothing at all), and the label sets active before the restart would be newer than
 	// those active after.
 	Processing int64
+	// Wall is the newest wall-clock second the restored series of event-time rules were
+	// added at (math.MinInt64 when none was restored): a start whose wall clock is behind
+	// it (a node without a clock of its own, booted in the past) would read their windows
+	// at a second behind their lines, and by the longest window read nothing at all.
+	Wall int64
 }
 
 // ErrNoSuchRule is why a rule of a snapshot is skipped when the Set has no rule of its
@@ -331,7 +336,7 @@ var ErrNoSuchRule = errors.New("no rule of this name and definition")
 // error is returned only for a snapshot whose Set section or cut section does not decode,
 // and then s is unchanged.
 func (s *Set) Restore(snap *storage.Snapshot) (Restored, error) {
-	res := Restored{Processing: math.MinInt64}
+	res := Restored{Processing: math.MinInt64, Wall: math.MinInt64}
 	sec, ok := snap.Section(sectionSet)
 	if !ok {
 		return res, fmt.Errorf("%w: no %q section", storage.ErrCorrupt, sectionSet)
@@ -365,7 +370,7 @@ func (s *Set) Restore(snap *storage.Snapshot) (Restored, error) {
 		if sec.Name != sectionRule {
 			continue
 		}
-		n, processing, err := restoreRule(sec, byName, cut, written)
+		n, processing, wall, err := restoreRule(sec, byName, cut, written)
 		if err != nil {
 			res.Skipped = append(res.Skipped, err)
 			continue
@@ -373,6 +378,7 @@ func (s *Set) Restore(snap *storage.Snapshot) (Restored, error) {
 		res.Rules++
 		res.Series += n
 		res.Processing = max(res.Processing, processing)
+		res.Wall = max(res.Wall, wall)
 	}
 	s.oldest.Store(min(s.oldest.Load(), oldest))
 	return res, nil
@@ -404,10 +410,12 @@ func decodeCut(snap *storage.Snapshot) (int64, error) {
 }
 
 // restoreRule decodes one rule's section whole, then puts its series in its store; it
-// returns how many, and the newest processing second they hold (Restored.Processing).
+// returns how many, the newest processing second they hold (Restored.Processing) and the
+// newest wall-clock second their wheels were added at, of an event-time rule
+// (Restored.Wall).
 // cut is the processing second of the snapshot's cut, or noCut; written bounds the
 // activity of its kept counters when it is noCut (decodeSeries).
-func restoreRule(sec storage.Section, byName map[string]*store, cut, written int64) (int, int64, error) {
+func restoreRule(sec storage.Section, byName map[string]*store, cut, written int64) (int, int64, int64, error) {
 	var st *store
 	var series []*Series
 	var counts []uint64
@@ -422,7 +430,7 @@ func restoreRule(sec storage.Section, byName map[string]*store, cut, written int
 				// writes to the store yet, so what it was charged before is exact.
 				st.settlePending()
 				st.charge(charged - st.used.Load())
-				return 0, 0, fmt.Errorf("rule %q: %w", st.name, err)
+				return 0, 0, 0, fmt.Errorf("rule %q: %w", st.name, err)
 			}
 			series = append(series, s)
 			continue
@@ -430,17 +438,17 @@ func restoreRule(sec storage.Section, byName map[string]*store, cut, written int
 		name, fp := string(r.Prefixed()), string(r.Prefixed())
 		layout := r.Uint64()
 		if err := r.Err(); err != nil {
-			return 0, 0, fmt.Errorf("rule header: %w", err)
+			return 0, 0, 0, fmt.Errorf("rule header: %w", err)
 		}
 		if st = byName[name+"\x00"+fp]; st == nil {
-			return 0, 0, fmt.Errorf("rule %q: %w", name, ErrNoSuchRule)
+			return 0, 0, 0, fmt.Errorf("rule %q: %w", name, ErrNoSuchRule)
 		}
 		if layout != st.layout.Fingerprint() {
-			return 0, 0, fmt.Errorf("rule %q: %w", name, windows.ErrLayout)
+			return 0, 0, 0, fmt.Errorf("rule %q: %w", name, windows.ErrLayout)
 		}
 		var err error
 		if counts, retired, err = st.headerCounts(r); err != nil {
-			return 0, 0, fmt.Errorf("rule %q: %w", name, err)
+			return 0, 0, 0, fmt.Errorf("rule %q: %w", name, err)
 		}
 		// One snapshot section per store: a second one of the same rule is refused.
 		delete(byName, name+"\x00"+fp)
@@ -448,14 +456,14 @@ func restoreRule(sec storage.Section, byName map[string]*store, cut, written int
 		charged = st.used.Load()
 	}
 	if st == nil {
-		return 0, 0, fmt.Errorf("%w: rule section without a header", storage.ErrCorrupt)
+		return 0, 0, 0, fmt.Errorf("%w: rule section without a header", storage.ErrCorrupt)
 	}
 	st.install(series, counts, retired)
 	// Of a snapshot that does not record its cut, a part without wheels (a kept counter) is
 	// left out: an earlier build may have kept it active at the own second of a line years
 	// ahead, which only the time of the snapshot's file bounds (decodeSeries), and a copy
 	// or a touch of the file sets that anywhere, where it would hold the processing clock.
-	processing := int64(math.MinInt64)
+	processing, wall := int64(math.MinInt64), int64(math.MinInt64)
 	for _, s := range series {
 		for p := range s.parts {
 			w := p.win.Load()
@@ -463,12 +471,15 @@ func restoreRule(sec storage.Section, byName map[string]*store, cut, written int
 				continue
 			}
 			processing = max(processing, p.last.Load())
-			if w != nil && !st.eventTime {
+			switch {
+			case w != nil && !st.eventTime:
 				processing = max(processing, w.Second())
+			case w != nil:
+				wall = max(wall, w.Second())
 			}
 		}
 	}
-	return len(series), processing, nil
+	return len(series), processing, wall, nil
 }
 
 // snapshotDropReasons are the drop reasons every snapshot keeps a counter of: those before
