@@ -117,6 +117,8 @@ var customFormats = []struct {
 	{`$remote_addr $status 12345678$body_bytes_sent`, logformat.EscapeDefault, false},
 	{`$remote_addr $request_time ;abcdef`, logformat.EscapeDefault, false},
 	{`$remote_addr $request_time ;abcdefg`, logformat.EscapeDefault, false},
+	// nginx's $date_local and $date_gmt, of three spaces, before a space and at the end.
+	{`$date_gmt $status $date_local`, logformat.EscapeDefault, false},
 	// Request lines before text that starts with a byte of a target in absolute form.
 	{`$request:$status $request_time`, logformat.EscapeDefault, false},
 	{`$remote_addr "$request"/$status@$host`, logformat.EscapeNone, false},
