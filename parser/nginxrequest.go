@@ -104,6 +104,9 @@ func nginxRequestLine(r []byte) requestVerdict {
 		return lineRefused
 	}
 	state, methodEnd, path, major, minor := stMethod, 0, -1, 0, 0
+	// odd: the target has a '%' or a '.', without which its path is read as it is.
+	odd := false
+scan:
 	for i := 1; i < len(r); i++ {
 		c := r[i]
 		letter := c|0x20 >= 'a' && c|0x20 <= 'z'
@@ -165,10 +168,20 @@ func nginxRequestLine(r []byte) requestVerdict {
 				return lineRefused
 			}
 		case stTarget:
+			// Most of a line is its target, whose bytes mostly mean nothing to the check:
+			// they are passed in a loop of their own.
+			for plainTarget[c] {
+				if i++; i == len(r) {
+					break scan
+				}
+				c = r[i]
+			}
 			switch {
 			case c == ' ':
 				state = stHTTP09
-			case c < 0x20 || c == 0x7f:
+			case c == '%' || c == '.':
+				odd = true
+			default:
 				return lineRefused
 			}
 		case stHTTP09:
@@ -222,11 +235,20 @@ func nginxRequestLine(r []byte) requestVerdict {
 	default:
 		return lineRefused
 	}
-	if path >= 0 && !nginxPathRead(r[path:]) {
+	if path >= 0 && odd && !nginxPathRead(r[path:]) {
 		return pathRefused
 	}
 	return lineRead
 }
+
+// plainTarget marks the bytes of a target that neither end it (a space), nor make nginx
+// refuse it (a control byte, DEL), nor may make it refuse its path ('%', '.').
+var plainTarget = func() (t [256]bool) {
+	for c := range 256 {
+		t[c] = c > ' ' && c != 0x7f && c != '%' && c != '.'
+	}
+	return t
+}()
 
 // nginxPathRead reports whether nginx normalises the path that starts target (at its '/')
 // as ngx_http_parse_complex_uri does, slashes merged (merge_slashes, on by default): it
