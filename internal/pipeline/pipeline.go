@@ -294,10 +294,18 @@ func (p *Pipeline) load() (cfg *config.Config, err error) {
 	return p.loadAgain(p.gen.Load().cfg.File)
 }
 
-// build builds the generation of cfg, a panic doing so (a bug) made a *ReloadPanic error.
+// build builds the generation of cfg and tells what the rules it replaces made of the
+// lines read until then (reloadUnreadable), all that runs before it is put in force; a
+// panic doing so (a bug) made a *ReloadPanic error, which changed nothing. A panic of
+// reloadUnreadable went up uncaught: the server answered it 500, but the reload outcome
+// self-metric and the status page said the reload succeeded.
 func (p *Pipeline) build(cfg *config.Config) (gen *generation, err error) {
 	defer recoverReload(&err)
-	return newGeneration(cfg, p.gen.Load(), p.opts)
+	if gen, err = newGeneration(cfg, p.gen.Load(), p.opts); err != nil {
+		return nil, err
+	}
+	p.reloadUnreadable()
+	return gen, nil
 }
 
 // ReloadPanic is the error of a reload that panicked (a bug), with what it panicked with
@@ -331,7 +339,6 @@ func (p *Pipeline) reload(cfg *config.Config) error {
 		p.reloadErr = err
 		return err
 	}
-	p.reloadUnreadable()
 	p.gen.Store(gen)
 	defer p.panicInForce()
 	for _, in := range p.inputs {

@@ -1,10 +1,15 @@
 package pipeline
 
 import (
+	"context"
 	"errors"
+	"io"
+	"log/slog"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/config/logformat"
@@ -114,5 +119,63 @@ func TestReloadPanicInForce(t *testing.T) {
 	inputKinds[config.KindFile] = start
 	if err := p.ReloadFile(); err != nil || !p.reloadStats().Successful || len(p.inputStats()) != 2 {
 		t.Errorf("the next reload: %v, successful %v, %d inputs; want none, true, 2", err, p.reloadStats().Successful, len(p.inputStats()))
+	}
+}
+
+// panicOn is a slog.Handler that panics on a record whose message starts with prefix
+// while armed, standing for a bug in what a reload runs between its build and its swap.
+type panicOn struct {
+	slog.Handler
+	prefix string
+	armed  *atomic.Bool
+}
+
+func (h panicOn) Handle(ctx context.Context, r slog.Record) error {
+	if h.armed.Load() && strings.HasPrefix(r.Message, h.prefix) {
+		panic("a bug in the look at the lines read")
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+// TestReloadPanicBeforeSwap: a reload that panics after its build and before its rules
+// are put in force (in reloadUnreadable, which tells what the rules it replaces made of
+// the lines read) is a failed reload that changed nothing, as one whose build panicked:
+// the panic went up uncaught, the server answered it 500, and the reload outcome
+// self-metric and the status page said the reload succeeded.
+func TestReloadPanicBeforeSwap(t *testing.T) {
+	dir := t.TempDir()
+	logPath, path := filepath.Join(dir, "app.log"), filepath.Join(dir, "rules.yaml")
+	writeRules(t, logPath, strings.Repeat("no rule matches this line\n", unmatchedMinLines))
+	rules := "inputs: [{path: '" + logPath + "', start_at: beginning}]\nrules:\n  - {name: r, match: x}\n"
+	writeRules(t, path, rules)
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var armed atomic.Bool
+	logger := slog.New(panicOn{Handler: slog.NewTextHandler(io.Discard, nil), prefix: "no rule's match regex matched", armed: &armed})
+	p, err := Start(cfg, Options{Now: time.Now, PollInterval: time.Hour, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	waitRead(t, p, unmatchedMinLines)
+	writeRules(t, path, rules+"  - {name: other, match: y}\n")
+
+	armed.Store(true)
+	err = p.ReloadFile()
+	armed.Store(false)
+	var panicked *ReloadPanic
+	if !errors.As(err, &panicked) || len(panicked.Stack) == 0 {
+		t.Fatalf("ReloadFile: %v; want a *ReloadPanic with its stack", err)
+	}
+	if p.ReloadError() != err || p.reloadStats().Successful {
+		t.Errorf("ReloadError %v, successful %v; want the panic, false", p.ReloadError(), p.reloadStats().Successful)
+	}
+	if rules := p.Config().Rules; len(rules) != 1 {
+		t.Errorf("the panicked reload changed the rules: %d of them; want 1", len(rules))
+	}
+	if err := p.ReloadFile(); err != nil || len(p.Config().Rules) != 2 || !p.reloadStats().Successful {
+		t.Errorf("the next reload: %v, %d rules, successful %v; want none, 2, true", err, len(p.Config().Rules), p.reloadStats().Successful)
 	}
 }
