@@ -133,6 +133,9 @@ type Pipeline struct {
 	// loadAgain reads and checks the rule file for ReloadFile (config.LoadAgain), under
 	// reloading and not under mu; a test holds a reload in it to see what waits on it.
 	loadAgain func(path string) (*config.Config, error)
+	// buildAgain builds a reload's generation (newGeneration), under reloading and not
+	// under mu; a test holds a reload in it to see what waits on it.
+	buildAgain func(cfg *config.Config, prev *generation, opts Options) (*generation, error)
 
 	mu          sync.Mutex         // serialises reloads and Stop; guards the fields below
 	inputs      map[string]*stream // by config.Input.Source
@@ -198,7 +201,7 @@ func Start(cfg *config.Config, opts Options) (*Pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Pipeline{opts: opts, clock: newClock(opts.Now, opts.wall, opts.Logger), loadAgain: config.LoadAgain, inputs: map[string]*stream{}, restored: math.MaxInt64, begun: begun}
+	p := &Pipeline{opts: opts, clock: newClock(opts.Now, opts.wall, opts.Logger), loadAgain: config.LoadAgain, buildAgain: newGeneration, inputs: map[string]*stream{}, restored: math.MaxInt64, begun: begun}
 	if opts.StoragePath != "" {
 		p.storage = &persister{dir: opts.StoragePath, interval: cmp.Or(opts.SnapshotInterval, DefaultSnapshotInterval), writeFile: storage.Write, encodeAhead: (*store.Set).EncodeAhead}
 		p.storage.stats.Enabled = true
@@ -255,23 +258,16 @@ func (p *Pipeline) Expire() {
 }
 
 // ReloadFile loads the config file in use again and applies it; a file that fails to load
-// or build changes nothing, nor does one whose load or build panics (*ReloadPanic). The file is read under reloading, so of two reloads at once
-// the later one applies the newer file, but not under mu, which every scrape, /-/ready and
-// the status page wait on: a file of thousands of rules takes seconds to load.
+// or build changes nothing, nor does one whose load or build panics (*ReloadPanic). The
+// file is read and its generation built under reloading, so of two reloads at once the
+// later one applies the newer file, but not under mu, which every scrape, /-/ready and
+// the status page wait on: a file of thousands of rules takes seconds to load, and half a
+// second to build.
 func (p *Pipeline) ReloadFile() error {
 	p.reloading.Lock()
 	defer p.reloading.Unlock()
 	cfg, err := p.load()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.stopped {
-		return errStopped
-	}
-	if err != nil {
-		p.reloadErr = err
-		return err
-	}
-	return p.reload(cfg)
+	return p.apply(cfg, err)
 }
 
 // Reload swaps in cfg: rules whose definition did not change keep their window state,
@@ -279,12 +275,30 @@ func (p *Pipeline) ReloadFile() error {
 func (p *Pipeline) Reload(cfg *config.Config) error {
 	p.reloading.Lock()
 	defer p.reloading.Unlock()
+	return p.apply(cfg, nil)
+}
+
+// apply builds the generation of cfg, loaded with err, and puts it in force, with
+// reloading held; only the swap holds mu. The generation in force changes only under
+// reloading, so the one the build takes stores from is the one it replaces.
+func (p *Pipeline) apply(cfg *config.Config, err error) error {
+	var gen *generation
+	if err == nil {
+		gen, err = p.build(cfg)
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.stopped {
 		return errStopped
 	}
-	return p.reload(cfg)
+	if err == nil {
+		err = p.lookBeforeSwap()
+	}
+	if err != nil {
+		p.reloadErr = err
+		return err
+	}
+	return p.reload(gen)
 }
 
 // load reads and checks the rule file in use again, a panic doing so (a bug) made a
@@ -294,18 +308,21 @@ func (p *Pipeline) load() (cfg *config.Config, err error) {
 	return p.loadAgain(p.gen.Load().cfg.File)
 }
 
-// build builds the generation of cfg and tells what the rules it replaces made of the
-// lines read until then (reloadUnreadable), all that runs before it is put in force; a
-// panic doing so (a bug) made a *ReloadPanic error, which changed nothing. A panic of
-// reloadUnreadable went up uncaught: the server answered it 500, but the reload outcome
-// self-metric and the status page said the reload succeeded.
+// build builds the generation of cfg, a panic doing so (a bug) made a *ReloadPanic error.
 func (p *Pipeline) build(cfg *config.Config) (gen *generation, err error) {
 	defer recoverReload(&err)
-	if gen, err = newGeneration(cfg, p.gen.Load(), p.opts); err != nil {
-		return nil, err
-	}
+	return p.buildAgain(cfg, p.gen.Load(), p.opts)
+}
+
+// lookBeforeSwap tells, with mu held, what the rules a reload replaces made of the lines
+// read until then (reloadUnreadable), the last thing before its generation is put in
+// force, a panic doing so (a bug) made a *ReloadPanic error that changed nothing, as one
+// of the build: it went up uncaught, answered 500 by the server, but the reload outcome
+// self-metric and the status page said the reload succeeded.
+func (p *Pipeline) lookBeforeSwap() (err error) {
+	defer recoverReload(&err)
 	p.reloadUnreadable()
-	return gen, nil
+	return nil
 }
 
 // ReloadPanic is the error of a reload that panicked (a bug), with what it panicked with
@@ -332,20 +349,16 @@ func recoverReload(err *error) {
 	}
 }
 
-// reload is Reload with p.mu held.
-func (p *Pipeline) reload(cfg *config.Config) error {
-	gen, err := p.build(cfg)
-	if err != nil {
-		p.reloadErr = err
-		return err
-	}
+// reload puts gen in force, with p.mu held.
+func (p *Pipeline) reload(gen *generation) error {
+	cfg := gen.cfg
 	p.gen.Store(gen)
 	defer p.panicInForce()
 	for _, in := range p.inputs {
 		in.release()
 	}
 	p.warnConfig(cfg)
-	err = p.syncInputs(cfg)
+	err := p.syncInputs(cfg)
 	p.retryWait, p.retryAt = 0, time.Time{}
 	if err != nil {
 		// The rules are in force; an input that cannot start is reported as a failed reload
