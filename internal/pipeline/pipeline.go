@@ -174,7 +174,9 @@ type Pipeline struct {
 	// handedOver holds, during syncInputs, the positions of the followers it stopped to
 	// replace them, by input source (handOver), and handedParts the CRI messages in parts
 	// their joiners were in the middle of, handedLeft the files they closed after the
-	// files left their path, and handedTruncated those they found truncated lately.
+	// files left their path, and handedTruncated those they found truncated lately. A
+	// reload that panicked starting the followers leaves them to the next syncInputs,
+	// and to the snapshots until then (panicInForce).
 	handedOver      map[string][]follow.Position
 	handedParts     map[string][]pathParts
 	handedLeft      map[string][]follow.Position
@@ -378,7 +380,9 @@ func (p *Pipeline) reload(gen *generation) error {
 // lets it go on to the server's reloader, which tells it to those who asked: else the
 // reload outcome self-metric and the status page said the reload succeeded. The inputs
 // it left are not tried again (retryInputs would start them alike, and panic outside any
-// reload, ending the process): the next reload starts them.
+// reload, ending the process): the next reload starts them, from where the followers it
+// stopped to replace them stopped (handedOver, which the snapshots until then write as
+// those inputs' positions), so that no line is lost or read twice.
 func (p *Pipeline) panicInForce() {
 	if v := recover(); v != nil {
 		p.reloadErr = &InputsNotStarted{Err: &ReloadPanic{Value: v, Stack: debug.Stack()}}

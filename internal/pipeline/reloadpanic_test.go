@@ -3,8 +3,10 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -177,5 +179,114 @@ func TestReloadPanicBeforeSwap(t *testing.T) {
 	}
 	if err := p.ReloadFile(); err != nil || len(p.Config().Rules) != 2 || !p.reloadStats().Successful {
 		t.Errorf("the next reload: %v, %d rules, successful %v; want none, 2, true", err, len(p.Config().Rules), p.reloadStats().Successful)
+	}
+}
+
+// TestReloadPanicHandsOverPositions: a reload that starts an input's followers anew (its
+// glob's shards changed) and panics in their start, its rules in force, leaves the
+// positions where the followers it stopped stopped to what starts them next: the next
+// reload, or, with --storage.path, the start after a shutdown, whose snapshot has them.
+// The lines written meanwhile are read once, none lost (start_at: end) nor read twice
+// (start_at: beginning). The shutdown's snapshot lacked them: the restart read the files
+// from start_at.
+func TestReloadPanicHandsOverPositions(t *testing.T) {
+	start := inputKinds[config.KindFile]
+	t.Cleanup(func() { inputKinds[config.KindFile] = start }) // after the pipelines stop
+	for _, tc := range []struct {
+		startAt         string
+		shards, reshard int
+		restart         bool
+	}{
+		{"end", 1, 2, false}, {"beginning", 1, 2, false}, {"end", 2, 1, false}, {"beginning", 3, 2, false},
+		{"end", 1, 2, true}, {"beginning", 1, 2, true}, {"end", 2, 1, true}, {"beginning", 3, 2, true},
+	} {
+		t.Run(fmt.Sprintf("%s %d to %d restart %v", tc.startAt, tc.shards, tc.reshard, tc.restart), func(t *testing.T) {
+			dir := t.TempDir()
+			var logs []string
+			for _, d := range []string{"a", "b", "c"} {
+				logs = append(logs, filepath.Join(dir, d, "app.log"))
+				if err := os.Mkdir(filepath.Dir(logs[len(logs)-1]), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				writeRules(t, logs[len(logs)-1], "x before the start\n")
+			}
+			rules := func(shards int) string {
+				return fmt.Sprintf("inputs: [{path: '%s', start_at: %s, shards: %d}]\nrules:\n  - {name: lines, match: x}\n",
+					filepath.Join(dir, "*", "*.log"), tc.startAt, shards)
+			}
+			path, storage := filepath.Join(dir, "rules.yaml"), filepath.Join(dir, "storage")
+			writeRules(t, path, rules(tc.shards))
+			startOn := func() *Pipeline {
+				t.Helper()
+				cfg, err := config.Load(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				p, err := Start(cfg, Options{Now: time.Now, PollInterval: time.Hour, StoragePath: storage})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(p.Stop)
+				waitReady(t, p)
+				return p
+			}
+			p := startOn()
+			want := 0.0
+			if tc.startAt == "beginning" {
+				want = float64(len(logs))
+			}
+			write := func() {
+				for _, log := range logs {
+					appendTo(t, log, "x line\n")
+				}
+				want += float64(len(logs))
+			}
+			write()
+			waitTotal(t, p, "before the reload", "lines_total", want)
+
+			writeRules(t, path, rules(tc.reshard))
+			panicking := start
+			panicking.start = func(*Pipeline, config.Input, *stream, int) (input.Input, error) {
+				panic("a bug in an input's start")
+			}
+			inputKinds[config.KindFile] = panicking
+			func() {
+				defer func() {
+					if v := recover(); v == nil {
+						t.Error("the reload did not panic")
+					}
+				}()
+				_ = p.ReloadFile()
+			}()
+			inputKinds[config.KindFile] = start
+			write() // while no follower reads them
+			if tc.restart {
+				p.Stop()
+				p = startOn()
+			} else if err := p.ReloadFile(); err != nil {
+				t.Fatal(err)
+			}
+			if n := len(p.inputStats()); n != tc.reshard {
+				t.Fatalf("%d followers after the reload; want %d", n, tc.reshard)
+			}
+			write()
+			waitTotal(t, p, "after the reload", "lines_total", want)
+			// A line read twice would be counted once its file is read to its end.
+			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+				files, behind := 0, false
+				for _, s := range p.inputStats() {
+					for _, f := range s.Files {
+						files++
+						behind = behind || f.BytesBehind > 0
+					}
+				}
+				if files == len(logs) && !behind {
+					break
+				}
+			}
+			if got := sumOf(gatherPipeline(t, p), "lines_total"); got != want {
+				t.Errorf("lines_total %v once every line was read; want %v", got, want)
+			}
+		})
 	}
 }
