@@ -281,9 +281,13 @@ func (p *Pipeline) Reload(cfg *config.Config) error {
 }
 
 // apply builds the generation of cfg, loaded with err, and puts it in force, with
-// reloading held; only the swap holds mu. The generation in force changes only under
-// reloading, so the one the build takes stores from is the one it replaces.
+// reloading held; only the look before the build and the swap hold mu. The generation in
+// force changes only under reloading, so the one the build takes stores from is the one
+// it replaces.
 func (p *Pipeline) apply(cfg *config.Config, err error) error {
+	if err == nil {
+		err = p.lookBeforeBuild()
+	}
 	var gen *generation
 	if err == nil {
 		gen, err = p.build(cfg)
@@ -292,9 +296,6 @@ func (p *Pipeline) apply(cfg *config.Config, err error) error {
 	defer p.mu.Unlock()
 	if p.stopped {
 		return errStopped
-	}
-	if err == nil {
-		err = p.lookBeforeSwap()
 	}
 	if err != nil {
 		p.reloadErr = err
@@ -316,14 +317,19 @@ func (p *Pipeline) build(cfg *config.Config) (gen *generation, err error) {
 	return p.buildAgain(cfg, p.gen.Load(), p.opts)
 }
 
-// lookBeforeSwap tells, with mu held, what the rules a reload replaces made of the lines
-// read until then (reloadUnreadable), the last thing before its generation is put in
-// force, a panic doing so (a bug) made a *ReloadPanic error that changed nothing, as one
-// of the build: it went up uncaught, answered 500 by the server, but the reload outcome
-// self-metric and the status page said the reload succeeded.
-func (p *Pipeline) lookBeforeSwap() (err error) {
+// lookBeforeBuild tells what the rules a reload replaces made of the lines read until
+// then (lookUnreadable), before the build, which drops the stores of the rules it does
+// not keep: a panic doing so (a bug) is made a *ReloadPanic error that changed nothing, as
+// one of the build. Looked at between the build and the swap, a panic went up uncaught,
+// answered 500 by the server, but the reload outcome self-metric and the status page
+// said the reload succeeded, and the stores the build had dropped stayed in use.
+func (p *Pipeline) lookBeforeBuild() (err error) {
 	defer recoverReload(&err)
-	p.reloadUnreadable()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.stopped {
+		p.lookUnreadable()
+	}
 	return nil
 }
 
@@ -354,6 +360,7 @@ func recoverReload(err *error) {
 // reload puts gen in force, with p.mu held.
 func (p *Pipeline) reload(gen *generation) error {
 	cfg := gen.cfg
+	p.reloadUnreadable()
 	p.gen.Store(gen)
 	defer p.panicInForce()
 	for _, in := range p.inputs {

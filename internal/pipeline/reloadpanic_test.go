@@ -139,12 +139,12 @@ func (h panicOn) Handle(ctx context.Context, r slog.Record) error {
 	return h.Handler.Handle(ctx, r)
 }
 
-// TestReloadPanicBeforeSwap: a reload that panics after its build and before its rules
-// are put in force (in reloadUnreadable, which tells what the rules it replaces made of
-// the lines read) is a failed reload that changed nothing, as one whose build panicked:
-// the panic went up uncaught, the server answered it 500, and the reload outcome
-// self-metric and the status page said the reload succeeded.
-func TestReloadPanicBeforeSwap(t *testing.T) {
+// TestReloadPanicInItsLook: a reload that panics as it tells what the rules it replaces
+// made of the lines read (lookUnreadable) is a failed reload that changed nothing, as one
+// whose build panicked. Looked at between the build and the swap, the panic went up
+// uncaught: the server answered it 500, but the reload outcome self-metric and the status
+// page said the reload succeeded.
+func TestReloadPanicInItsLook(t *testing.T) {
 	dir := t.TempDir()
 	logPath, path := filepath.Join(dir, "app.log"), filepath.Join(dir, "rules.yaml")
 	writeRules(t, logPath, strings.Repeat("no rule matches this line\n", unmatchedMinLines))
