@@ -348,11 +348,7 @@ func (r *equivRun) matched(rule string) uint64 {
 	set := r.p.gen.Load().set
 	for i := range set.NumRules() {
 		if rl := set.Rule(i); rl.Config().Name == rule {
-			series, gone := rl.Snapshot(nil)
-			for _, s := range series {
-				gone += s.Lines()
-			}
-			return gone
+			return rl.Matched()
 		}
 	}
 	r.t.Fatalf("no rule %s", rule)
