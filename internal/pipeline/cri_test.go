@@ -229,7 +229,11 @@ func TestCRIPartialsRefusedPastTheMemoryBound(t *testing.T) {
 	waitRead(2 * files)
 	const ends = `logwindow_rule_matched_lines_total{rule="ends"}`
 	s := p.inputStats()[0]
+	// The rule's matched lines are counted just after the lines read.
 	matched := gatherPipeline(t, p)[ends]
+	for deadline := time.Now().Add(10 * time.Second); int(matched)+int(s.TooLong) < files && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		matched = gatherPipeline(t, p)[ends]
+	}
 	t.Logf("%d messages joined, %d dropped as too long", int(matched), s.TooLong)
 	if s.TooLong == 0 || matched == 0 || int(matched)+int(s.TooLong) != files || s.MalformedLines != 0 {
 		t.Errorf("%v messages matched, %d too long, %d malformed: want %d in all, each once, some of both",
@@ -384,7 +388,8 @@ func TestCRIMessageAcrossKubeletRotation(t *testing.T) {
 				t.Fatal(err)
 			}
 			waitRead(t, p, 4) // counted read once their events are written
-			got := gatherPipeline(t, p)
+			// and matched just after.
+			got := waitTotal(t, p, "the next message", `logwindow_rule_matched_lines_total{rule="next"}`, 1)
 			for _, c := range []struct {
 				rule string
 				want float64
