@@ -151,3 +151,95 @@ func TestNULsThenText(t *testing.T) {
 		t.Errorf("%d truncations", n)
 	}
 }
+
+// TestHeldNULsThenRewritten: a file whose trailing NUL bytes are held back (space
+// preallocated, not filled in yet) is truncated, shrunk or rewritten before the writer
+// fills them in. What is written then is read, once: nothing waits for the file to grow
+// past where the NULs ended before.
+func TestHeldNULsThenRewritten(t *testing.T) {
+	const nuls = 200 << 10
+	for _, c := range []struct {
+		name string
+		// text: lines 1-10 precede the NULs.
+		text bool
+		// change is done to the file once its NULs are held back.
+		change func(t *testing.T, log string, w *os.File)
+		want   []span
+	}{
+		{
+			name: "truncated to zero, lines appended",
+			text: true,
+			change: func(t *testing.T, log string, _ *os.File) {
+				truncate(t, log, 0)
+				writeLines(t, create(t, log), 11, 20)
+			},
+			want: []span{{1, 20}},
+		},
+		{
+			name: "truncated to zero by a new writer that preallocates and fills in",
+			text: true,
+			change: func(t *testing.T, log string, _ *os.File) {
+				w := openToWrite(t, log, os.O_TRUNC)
+				preallocate(t, w, nuls, false)
+				writeLines(t, w, 11, 20)
+			},
+			want: []span{{1, 20}},
+		},
+		{
+			name: "NULs alone, truncated to zero, lines appended",
+			change: func(t *testing.T, log string, _ *os.File) {
+				truncate(t, log, 0)
+				writeLines(t, create(t, log), 11, 20)
+			},
+			want: []span{{11, 20}},
+		},
+		{
+			name: "shrunk within the NULs, lines appended after them",
+			text: true,
+			change: func(t *testing.T, log string, _ *os.File) {
+				truncate(t, log, 10*lineLen+nuls/2)
+				writeLines(t, create(t, log), 11, 20)
+			},
+			want: []span{{1, 20}},
+		},
+		{
+			name: "NULs alone, truncated under a writer at its own offset",
+			change: func(t *testing.T, log string, w *os.File) {
+				truncate(t, log, 0)
+				if _, err := w.Seek(nuls/2, 0); err != nil {
+					t.Fatal(err)
+				}
+				writeLines(t, w, 11, 20)
+			},
+			want: []span{{11, 20}},
+		},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			log := filepath.Join(t.TempDir(), "app.log")
+			w := openToWrite(t, log, 0)
+			if c.text {
+				writeLines(t, w, 1, 10)
+			}
+			preallocate(t, w, nuls, false)
+			col := newCollector()
+			f, clock, _ := handDriven(t, log, col.handle)
+			settle(f, clock)
+			c.change(t, log, w)
+			settle(f, clock)
+			col.expectExactly(t, c.want...)
+			for _, fs := range f.Stats().Files {
+				if fs.BytesBehind != 0 {
+					t.Errorf("%s is %d bytes behind, want 0", fs.Path, fs.BytesBehind)
+				}
+			}
+		})
+	}
+}
+
+// truncate makes the file at path size bytes long.
+func truncate(t *testing.T, path string, size int64) {
+	t.Helper()
+	if err := os.Truncate(path, size); err != nil {
+		t.Fatal(err)
+	}
+}

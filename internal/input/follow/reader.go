@@ -224,15 +224,22 @@ const maxZeros = 64 << 20
 // size long now. It returns where to read on from: t.off when text was written over
 // them (a writer filling in the space it preallocated), where text begins after them
 // when it was written there instead (they are a hole: a crashed writer's lost bytes,
-// then its successor's lines), or -1 while they are all there is.
+// then its successor's lines), or -1 while they are all there is. A file shorter than
+// they were was cut within them, and may have been written to since at a writer's own
+// offset, short of where they ended: they are looked at again from the offset, else
+// what it wrote would wait for the file to pass their old end, and be skipped then.
 func (t *tracked) pastZeros(size int64, stop *atomic.Bool) int64 {
 	if !zerosAt(t.f, t.off) {
 		return t.off
 	}
-	if size <= t.zeros {
+	if size == t.zeros {
 		return -1
 	}
-	if at := textAfter(t.f, t.zeros, size, stop); at < size {
+	from := t.zeros
+	if size < from {
+		from = t.off
+	}
+	if at := textAfter(t.f, from, size, stop); at < size {
 		return at
 	}
 	t.holdZeros(t.off, size)

@@ -816,6 +816,11 @@ func TestResumeRotatedIntoOldDirPastArchive(t *testing.T) {
 		gz      bool   // compressed with gzip, else its bytes kept as they were
 		backup  bool   // the archive copied to another directory within the log's
 		beside  bool   // the archive beside the log, and it and the file after copied within
+		// older: ten older archives of the log in old, beginning otherwise, dated skew
+		// after the position's file's archive (restored from a backup, a clock set
+		// back): looked at first, they do not hide it.
+		older bool
+		skew  time.Duration
 	}{
 		{name: "gzip", archive: "access.log.2.gz", gz: true},
 		{name: "gzip, a glob", glob: true, archive: "access.log.2.gz", gz: true},
@@ -824,6 +829,8 @@ func TestResumeRotatedIntoOldDirPastArchive(t *testing.T) {
 		{name: "not a gzip", archive: "access.log.2.gz"},
 		{name: "gzip, a copy in another directory", archive: "access.log.2.gz", gz: true, backup: true},
 		{name: "gzip beside the log, a copy within", archive: "access.log.2.gz", gz: true, beside: true},
+		{name: "gzip, older archives dated as it", archive: "access.log.2.gz", gz: true, older: true},
+		{name: "gzip, older archives dated after it", archive: "access.log.2.gz", gz: true, older: true, skew: time.Hour},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir, log, w := accessLog(t)
@@ -854,6 +861,19 @@ func TestResumeRotatedIntoOldDirPastArchive(t *testing.T) {
 				t.Fatal(err)
 			}
 			writeArchive(t, filepath.Join(old, tc.archive), data, tc.gz)
+			if tc.older {
+				at := time.Now().Add(-time.Hour)
+				for k := 3; k <= 12; k++ {
+					name := filepath.Join(old, fmt.Sprintf("access.log.%d.gz", k))
+					writeArchive(t, name, numbered(8000+k), true)
+					if err := os.Chtimes(name, at.Add(tc.skew), at.Add(tc.skew)); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := os.Chtimes(filepath.Join(old, tc.archive), at, at); err != nil {
+					t.Fatal(err)
+				}
+			}
 			if tc.backup || tc.beside {
 				writeArchive(t, filepath.Join(subdir(t, dir, "backup"), tc.archive), data, tc.gz)
 			}
