@@ -277,12 +277,9 @@ func nginxPathRead(target []byte) bool {
 			if !ok || h == 0 {
 				return false
 			}
+			// A '%', '#' or '?' decoded is kept as it is, as any byte but a '/' or a '.':
+			// it ends no path.
 			i += 2
-			if h == '%' || h == '#' || h == '?' {
-				// Kept as they are, not read as what they mean in a path.
-				state = usual
-				continue
-			}
 			c = h
 		}
 		switch {
