@@ -104,7 +104,8 @@ func nginxRequestLine(r []byte) requestVerdict {
 		return lineRefused
 	}
 	state, methodEnd, path, major, minor := stMethod, 0, -1, 0, 0
-	// odd: the target has a '%' or a '.', without which its path is read as it is.
+	// odd: the target has a '%' or a segment that starts with a '.', without which its
+	// path is read as it is (a '.' elsewhere, as in "/app.js", is a byte like any other).
 	odd := false
 scan:
 	for i := 1; i < len(r); i++ {
@@ -180,7 +181,7 @@ scan:
 			case c == ' ':
 				state = stHTTP09
 			case c == '%' || c == '.':
-				odd = true
+				odd = odd || c == '%' || r[i-1] == '/'
 			default:
 				return lineRefused
 			}
