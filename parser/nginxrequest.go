@@ -104,7 +104,8 @@ func nginxRequestLine(r []byte) requestVerdict {
 		return lineRefused
 	}
 	state, methodEnd, path, major, minor := stMethod, 0, -1, 0, 0
-	// odd: the target has a '%' or a '.', without which its path is read as it is.
+	// odd: the target has a '%' or a segment that starts with a '.', without which its
+	// path is read as it is (a '.' elsewhere, as in "/app.js", is a byte like any other).
 	odd := false
 scan:
 	for i := 1; i < len(r); i++ {
@@ -180,7 +181,7 @@ scan:
 			case c == ' ':
 				state = stHTTP09
 			case c == '%' || c == '.':
-				odd = true
+				odd = odd || c == '%' || r[i-1] == '/'
 			default:
 				return lineRefused
 			}
@@ -277,12 +278,9 @@ func nginxPathRead(target []byte) bool {
 			if !ok || h == 0 {
 				return false
 			}
+			// A '%', '#' or '?' decoded is kept as it is, as any byte but a '/' or a '.':
+			// it ends no path.
 			i += 2
-			if h == '%' || h == '#' || h == '?' {
-				// Kept as they are, not read as what they mean in a path.
-				state = usual
-				continue
-			}
 			c = h
 		}
 		switch {

@@ -327,3 +327,26 @@ func TestRequestLinesNginx(t *testing.T) {
 	}
 	t.Logf("%d request lines: %v", len(cases), counts)
 }
+
+// FuzzNginxRequestLine: the check of a request line takes any bytes and any status
+// without a panic; a status nginx answers no refused line with reads it as read, and a
+// line with neither '%' nor '.' has no path nginx could refuse.
+func FuzzNginxRequestLine(f *testing.F) {
+	for _, c := range requestLineCases() {
+		f.Add([]byte(c), []byte("400"))
+	}
+	f.Add([]byte("GET /"+strings.Repeat("%", 1000)), []byte(""))
+	f.Add([]byte("GET http://[::1]:80/a/../.. HTTP/1.1"), []byte("505"))
+	f.Fuzz(func(t *testing.T, req, status []byte) {
+		v := nginxVerdict(req, status)
+		if len(status) == 3 && (status[0] < '4' || status[0] > '5') && v != lineRead {
+			t.Fatalf("%q with status %q: %d, want read", req, status, v)
+		}
+		if !bytes.ContainsAny(req, "%.") && v == pathRefused {
+			t.Fatalf("%q: its path refused without a '%%' or a '.'", req)
+		}
+		if len(req) > 0 && req[0] == '/' {
+			nginxPathRead(req)
+		}
+	})
+}
