@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/logwindow/logwindow_exporter/internal/testutil/growth"
 )
 
 // repeat joins n copies of s with sep.
@@ -71,10 +73,8 @@ func TestRegexTotal(t *testing.T) {
 // captures a rule reads looked up among its regex's groups. Each item looked for among the
 // others took minutes on lists of a few hundred thousand, which a file of a few megabytes
 // holds. The work is counted, not timed (a bound of 30 s failed on a loaded machine, where
-// decoding the lists alone took minutes): the allocations of a list eight times as long
-// are at most twice eight times as many, where a message or a copy per item of the items
-// before it would make 64 times. A search that allocates nothing is not counted: the checks keep what they
-// have seen in maps for that.
+// decoding the lists alone took minutes): see growth.Linear. A search that allocates
+// nothing is not counted: the checks keep what they have seen in maps for that.
 func TestLongListsLinear(t *testing.T) {
 	// list joins n texts of format (of 1 to n) with sep; repeated lists n-1 of them and
 	// then the first again.
@@ -123,21 +123,15 @@ func TestLongListsLinear(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			allocs := func(n int) float64 {
-				text := []byte(tt.text(n))
-				return testing.AllocsPerRun(1, func() {
-					_, err := Parse(text, "rules.yaml")
-					switch want := tt.want(n); {
-					case want == "" && err != nil:
-						t.Errorf("%d items: got %.300v, want no problem", n, err)
-					case want != "" && (err == nil || !strings.Contains(err.Error()+"\n", want+"\n")):
-						t.Errorf("%d items: got %.300v, want %s among the problems", n, err, want)
-					}
-				})
-			}
-			if short, long := allocs(n/scale), allocs(n); long > 2*scale*short {
-				t.Errorf("%d items: %.0f allocations, %.1f times the %.0f of %d", n, long, long/short, short, n/scale)
-			}
+			growth.Linear(t, n, scale, func(n int) {
+				_, err := Parse([]byte(tt.text(n)), "rules.yaml")
+				switch want := tt.want(n); {
+				case want == "" && err != nil:
+					t.Errorf("%d items: got %.300v, want no problem", n, err)
+				case want != "" && (err == nil || !strings.Contains(err.Error()+"\n", want+"\n")):
+					t.Errorf("%d items: got %.300v, want %s among the problems", n, err, want)
+				}
+			})
 		})
 	}
 }

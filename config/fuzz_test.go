@@ -138,3 +138,58 @@ func literalBytes(t Template) int {
 	}
 	return n
 }
+
+// FuzzWrappedItemNotBlamed: the check of a comma missing in a bracketed list blames no
+// file that loads with the same item quoted: an input's name with spaces, written over
+// lines or not, anchored and aliased, after a byte order mark, a multi-byte character or
+// on lines ended by \r\n or \r.
+func FuzzWrappedItemNotBlamed(f *testing.F) {
+	for layout := range 128 {
+		f.Add("api web", uint8(layout))
+	}
+	f.Add("a b c d", uint8(1))
+	f.Fuzz(func(t *testing.T, name string, layout uint8) {
+		words := strings.Fields(name)
+		if len(words) < 2 || strings.Join(words, " ") != name || strings.Trim(name, " abcdefghijklmnopqrstuvwxyz0123456789") != "" {
+			t.Skip("a name of plain words")
+		}
+		item := name
+		if layout&1 != 0 {
+			item = strings.Join(words, "\n      ")
+		}
+		defined, listed := `"`+name+`"`, "["+item+"]"
+		if layout&8 != 0 {
+			defined, listed = "&n "+defined, "[*n]"
+		}
+		match := "x"
+		if layout&64 != 0 {
+			match = "é"
+		}
+		file := func(listed string) []byte {
+			text := "inputs: [{name: " + defined + ", path: /a.log}]\nrules: [{name: r, match: '" + match + "', inputs: " + listed + "}]\n"
+			if layout&16 != 0 {
+				text = "{rules: [{name: r, match: '" + match + "', inputs: " + listed + "}],\n inputs: [{name: " + defined + ", path: /a.log}]}\n"
+			}
+			switch {
+			case layout&4 != 0:
+				text = strings.ReplaceAll(text, "\n", "\r\n")
+			case layout&32 != 0:
+				text = strings.ReplaceAll(text, "\n", "\r")
+			}
+			if layout&2 != 0 {
+				text = "\ufeff" + text
+			}
+			return []byte(text)
+		}
+		quoted := listed
+		if layout&8 == 0 {
+			quoted = `["` + item + `"]`
+		}
+		if _, err := Parse(file(quoted), "rules.yaml"); err != nil {
+			t.Skipf("quoted, the file does not load either: %v", err)
+		}
+		if _, err := Parse(file(listed), "rules.yaml"); err != nil {
+			t.Errorf("%q: %v", file(listed), err)
+		}
+	})
+}

@@ -488,7 +488,7 @@ func (d *decoder) windows(e entry, subject string) ([]time.Duration, []string, b
 	if d.tooMany(e, subject, items(e.val), maxWindows, "windows", holder) {
 		return nil, nil, false
 	}
-	texts, ok := d.words(e, subject, "windows")
+	texts, ok := d.words(e, subject, "windows", nil)
 	if !ok {
 		return nil, nil, false
 	}

@@ -15,9 +15,10 @@ import (
 // TestLoadRefusesWhatIsNoRuleFile: a path that is not a regular file, or a file past
 // MaxFileBytes, is refused with an error naming it, at once: a FIFO blocked the load (a
 // reload, or the watch of the file) until something wrote to it, and a device such as
-// /dev/zero was read until memory ran out. Load, of the file the exporter starts with,
-// reads a pipe (TestLoadReadsAPipe): a FIFO no one writes to is read at once, and its
-// error says it held nothing (not that the file has no rules).
+// /dev/zero was read until memory ran out. A file past the bound reached by links, as a
+// ConfigMap's volume reaches it, is refused by its own size. Load, of the file the
+// exporter starts with, reads a pipe (TestLoadReadsAPipe): a FIFO no one writes to is read
+// at once, and its error says it held nothing (not that the file has no rules).
 func TestLoadRefusesWhatIsNoRuleFile(t *testing.T) {
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "fifo.yaml")
@@ -31,6 +32,14 @@ func TestLoadRefusesWhatIsNoRuleFile(t *testing.T) {
 	if err := os.Truncate(big, MaxFileBytes+1); err != nil {
 		t.Fatal(err)
 	}
+	// A ConfigMap's volume: the file a link into ..data, a link to the update's directory.
+	mounted := filepath.Join(dir, "rules.yaml")
+	if err := errors.Join(os.Mkdir(filepath.Join(dir, "..2026_11_30"), 0o755),
+		os.Link(big, filepath.Join(dir, "..2026_11_30", "rules.yaml")),
+		os.Symlink("..2026_11_30", filepath.Join(dir, "..data")),
+		os.Symlink(filepath.Join("..data", "rules.yaml"), mounted)); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		path, want string
 		load       func(string) (*Config, error)
@@ -42,6 +51,7 @@ func TestLoadRefusesWhatIsNoRuleFile(t *testing.T) {
 		{dir, "reading config: " + notRegular(t, dir), LoadAgain},
 		{big, "reading config: " + big + ": 1048577 bytes, more than the 1 MiB (1048576 bytes) a rule file may hold; a rule file holds rules, not data", Load},
 		{big, "reading config: " + big + ": 1048577 bytes, more than the 1 MiB (1048576 bytes) a rule file may hold; a rule file holds rules, not data", LoadAgain},
+		{mounted, "reading config: " + mounted + ": 1048577 bytes, more than the 1 MiB (1048576 bytes) a rule file may hold; a rule file holds rules, not data", LoadAgain},
 	}
 	for _, tt := range tests {
 		t.Run(filepath.Base(tt.path), func(t *testing.T) {

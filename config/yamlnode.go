@@ -295,12 +295,14 @@ func (d *decoder) list(e entry, subject, what string) ([]string, bool) {
 // words is list for a list whose items are single words (durations, names, numbers): an
 // item of a flow list that YAML read over two lines is two with a comma missing between
 // them ([1m, 5m⏎ 15m]), reported at the line it went on to, where the check of the item
-// would name the list's key.
-func (d *decoder) words(e entry, subject, what string) ([]string, bool) {
+// would name the list's key. An item among named is not: it is a name with a space that
+// was wrapped, which the list's check takes. An alias is not looked at: its text is where
+// it is anchored, not in the list.
+func (d *decoder) words(e entry, subject, what string, named map[string]bool) ([]string, bool) {
 	texts, ok := d.list(e, subject, what)
 	if v := resolve(e.val); ok && v.Style&yaml.FlowStyle != 0 {
-		for _, item := range v.Content {
-			if it := resolve(item); it.Style == 0 && strings.Contains(it.Value, " ") && d.overLines(it) {
+		for _, it := range v.Content {
+			if it.Kind != yaml.AliasNode && it.Style == 0 && strings.Contains(it.Value, " ") && !named[it.Value] && d.overLines(it) {
 				d.add(it.Line+1, subject, "%s%q is written over two lines with no comma between them (from line %d), which YAML reads as one item; put a comma between its parts", at(what), it.Value, it.Line)
 				ok = false
 			}
@@ -340,12 +342,24 @@ func (d *decoder) overLines(n *yaml.Node) bool {
 	if n.Line < len(d.lineStarts) {
 		end = d.lineStarts[n.Line] - 1
 	}
-	line := d.text[d.lineStarts[n.Line-1]:end]
+	line := string(d.text[d.lineStarts[n.Line-1]:end])
+	if n.Line == 1 {
+		// YAML counts the columns of the first line after its byte order mark.
+		line = strings.TrimPrefix(line, "\ufeff")
+	}
 	if len(line) > maxWrittenLineBytes {
 		return false
 	}
-	col := []rune(string(line))
-	return n.Column >= 1 && n.Column <= len(col) && !strings.HasPrefix(string(col[n.Column-1:]), n.Value)
+	col := []rune(line)
+	if n.Column < 1 || n.Column > len(col) {
+		return false
+	}
+	// An anchored item's column is its anchor's (&a 5m).
+	written := string(col[n.Column-1:])
+	if n.Anchor != "" {
+		written = strings.TrimLeft(strings.TrimPrefix(written, "&"+n.Anchor), " \t")
+	}
+	return !strings.HasPrefix(written, n.Value)
 }
 
 // at prefixes a message with the key path it is about ("windows: "), or nothing at the top.

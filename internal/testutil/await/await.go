@@ -12,25 +12,33 @@ import (
 // poll is how often Until looks: often enough that a test waits little past the event.
 const poll = 5 * time.Millisecond
 
+// untimed is how long a wait goes on in a test binary with no timeout (-timeout 0, or a
+// binary run by hand, whose -test.timeout is 0): go test's own default, so that a wait
+// for what never comes fails, with what was awaited, instead of hanging a CI job.
+const untimed = 10 * time.Minute
+
 // Deadline is when a wait of t gives up: nine tenths of the way from now to the test
-// binary's timeout, the rest left for the failure's report and the test's cleanup; the
-// zero time when there is no timeout (-timeout 0), and the wait goes on for ever.
+// binary's timeout, the rest left for the failure's report and the test's cleanup; untimed
+// from now when the binary has no timeout.
 func Deadline(t *testing.T) time.Time {
+	now := time.Now()
 	end, ok := t.Deadline()
 	if !ok {
-		return time.Time{}
+		return now.Add(untimed)
 	}
-	now := time.Now()
 	return now.Add(end.Sub(now) * 9 / 10)
 }
 
 // Until reports whether cond holds, looking again every few milliseconds until it does or
-// Deadline passes.
+// Deadline passes; a wait given up is logged with how long it went on, so that the
+// caller's failure reads as the wait's and not as a wrong value.
 func Until(t *testing.T, cond func() bool) bool {
 	t.Helper()
+	start := time.Now()
 	deadline := Deadline(t)
 	for !cond() {
-		if !deadline.IsZero() && time.Now().After(deadline) {
+		if time.Now().After(deadline) {
+			t.Logf("gave up waiting after %v, shortly before the test binary's timeout", time.Since(start).Round(time.Millisecond))
 			return false
 		}
 		time.Sleep(poll)

@@ -1,0 +1,22 @@
+package await
+
+import (
+	"testing"
+	"time"
+)
+
+// TestDeadline: a wait ends before the test binary's timeout, and ends too in a binary
+// that has none (-timeout 0), where a wait for ever would hang CI.
+func TestDeadline(t *testing.T) {
+	got := time.Until(Deadline(t))
+	end, ok := t.Deadline()
+	if !ok {
+		if got <= 0 || got > untimed {
+			t.Errorf("no timeout: a wait ends in %v, want at most %v", got, untimed)
+		}
+		return
+	}
+	if left := time.Until(end); got <= 0 || got >= left {
+		t.Errorf("a wait ends in %v, want before the timeout in %v", got, left)
+	}
+}
