@@ -7,6 +7,7 @@ import (
 	"math"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -446,6 +447,38 @@ func TestFlags(t *testing.T) {
 			var out, errOut bytes.Buffer
 			if code := run(tc.args, &out, &errOut); code != tc.code {
 				t.Errorf("exit %d, want %d\n%s", code, tc.code, errOut.String())
+			}
+		})
+	}
+}
+
+// TestRoundOrder checks that every round runs each program once and that, over as many
+// rounds as programs, each program takes each place in a round once.
+func TestRoundOrder(t *testing.T) {
+	for _, n := range []int{1, 2, 3, 5} {
+		t.Run(strconv.Itoa(n), func(t *testing.T) {
+			places := make([]map[int]bool, n)
+			for j := range places {
+				places[j] = map[int]bool{}
+			}
+			for i := range n {
+				order := roundOrder(i, n)
+				seen := map[int]bool{}
+				for place, j := range order {
+					if j < 0 || j >= n || seen[j] {
+						t.Fatalf("round %d: order %v", i, order)
+					}
+					seen[j] = true
+					places[j][place] = true
+				}
+				if len(seen) != n {
+					t.Fatalf("round %d: order %v runs %d programs of %d", i, order, len(seen), n)
+				}
+			}
+			for j, p := range places {
+				if len(p) != n {
+					t.Errorf("program %d took places %v over %d rounds", j, p, n)
+				}
 			}
 		})
 	}

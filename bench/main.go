@@ -360,7 +360,8 @@ func bench(o options, out io.Writer) error {
 	}
 	results := make([][]usage, len(programs))
 	for i := range o.runs {
-		for j, p := range programs {
+		for _, j := range roundOrder(i, len(programs)) {
+			p := programs[j]
 			u, err := p.run()
 			if err != nil {
 				return fmt.Errorf("%s run %d: %w", p.name, i+1, err)
@@ -568,6 +569,19 @@ func median(us []usage) usage {
 		cpu:  time.Duration(pick(func(u usage) float64 { return float64(u.cpu) })),
 		rss:  int64(pick(func(u usage) float64 { return float64(u.rss) })),
 	}
+}
+
+// roundOrder is the order in which round i runs n programs: each round starts one
+// program further on. A program's place in a round (the first after the log's
+// generation, or after a given other) moves its CPU time by several percent on a shared
+// host; rotating the order spreads that over all of them alike instead of charging it to
+// the first given.
+func roundOrder(i, n int) []int {
+	order := make([]int, n)
+	for k := range order {
+		order[k] = (i + k) % n
+	}
+	return order
 }
 
 // sortedMedian is the median of v, sorted and not empty.

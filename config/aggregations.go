@@ -11,7 +11,7 @@ import (
 
 // aggregations reads `aggregations:` against the table of quantities.
 func (rd *ruleDecoder) aggregations(e entry, r *Rule, isValue bool) {
-	names, ok := rd.list(e, rd.subject, "aggregations")
+	names, ok := rd.words(e, rd.subject, "aggregations")
 	if !ok {
 		return
 	}
@@ -123,7 +123,7 @@ func (rd *ruleDecoder) numbers(e entry, what string, limit int) ([]float64, bool
 	if rd.tooMany(e, rd.subject, items(e.val), limit, what, "a rule") {
 		return nil, false
 	}
-	texts, ok := rd.list(e, rd.subject, what)
+	texts, ok := rd.words(e, rd.subject, what)
 	out := make([]float64, 0, len(texts))
 	for _, t := range texts {
 		f, err := strconv.ParseFloat(t, 64)

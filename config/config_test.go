@@ -219,6 +219,12 @@ func TestBadConfigs(t *testing.T) {
 			`:12: rule "c": windows: 1m and 60s are the same window; list it once`,
 			`:15: rule "d": windows: the list is empty; give at least one window (e.g. [1m, 5m])`,
 		},
+		"missing_comma.yaml": {
+			`:8: rule "leading": windows: "5m 15m" is written over two lines with no comma between them (from line 7), which YAML reads as one item; put a comma between its parts`,
+			`:12: rule "leading": aggregations: "max min" is written over two lines with no comma between them (from line 11), which YAML reads as one item; put a comma between its parts`,
+			`:17: rule "trailing": inputs: "api web" is written over two lines with no comma between them (from line 16), which YAML reads as one item; put a comma between its parts`,
+			`:20: rule "one_line": windows: "1m 5m" is not a duration (write e.g. 30s, 5m, 1h, 1d)`,
+		},
 		"global.yaml": {
 			`:2: global: windows: the list is empty; give at least one window (e.g. [1m, 5m])`,
 			`:3: global: max_series_per_rule: "lots" is not a whole number`,

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -74,5 +75,35 @@ func TestLiteralZ(t *testing.T) {
 		if got := literalZ(layout); got != want {
 			t.Errorf("literalZ(%q) = %v, want %v", layout, got, want)
 		}
+	}
+}
+
+// TestLongKeyHint: a key past the 1,024 characters YAML reads of one (its quotes counted)
+// is said to be, with its length, where yaml.v3's own words (a colon not found, or not
+// allowed) do not tell why; a key of 1,024 is read.
+func TestLongKeyHint(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		text   func(key string) string
+		quotes int    // the characters the text adds to the key
+		want   string // after "rules.yaml", with %d for the key's length as written
+	}{
+		{"block", func(key string) string { return "patterns:\n  " + key + ": x\nrules: [{name: a, match: x}]\n" }, 0,
+			`:2: not valid YAML: mapping values are not allowed in this context; the line's key is %d characters as written, and YAML reads a key of at most 1024: shorten it`},
+		{"flow", func(key string) string { return "patterns: {A: x, " + key + ": x}\nrules: [{name: a, match: x}]\n" }, 0,
+			`:1: not valid YAML: did not find expected ',' or '}'; the line's key is %d characters as written, and YAML reads a key of at most 1024: shorten it`},
+		{"quoted", func(key string) string { return "patterns:\n  '" + key + "': x\nrules: [{name: a, match: x}]\n" }, 2,
+			`:2: not valid YAML: mapping values are not allowed in this context; the line's key is %d characters as written, and YAML reads a key of at most 1024: shorten it`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := Parse([]byte(tt.text(strings.Repeat("é", 1024-tt.quotes))), "rules.yaml"); err != nil && strings.Contains(err.Error(), "not valid YAML") {
+				t.Errorf("a key of 1024 characters: %.300v", err)
+			}
+			key := strings.Repeat("k", 1025-tt.quotes)
+			_, err := Parse([]byte(tt.text(key)), "rules.yaml")
+			if want := "rules.yaml" + fmt.Sprintf(tt.want, len(key)+tt.quotes); err == nil || err.Error() != want {
+				t.Errorf("got %.300v, want %s", err, want)
+			}
+		})
 	}
 }

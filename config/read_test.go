@@ -8,7 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
+
+	"github.com/logwindow/logwindow_exporter/internal/testutil/await"
 )
 
 // TestLoadRefusesWhatIsNoRuleFile: a path that is not a regular file, or a file past
@@ -39,7 +40,8 @@ func TestLoadRefusesWhatIsNoRuleFile(t *testing.T) {
 		{"/dev/zero", "reading config: " + notRegular(t, "/dev/zero"), Load},
 		{dir, "reading config: " + notRegular(t, dir), Load},
 		{dir, "reading config: " + notRegular(t, dir), LoadAgain},
-		{big, "reading config: " + big + ": larger than 16 MiB; a rule file holds rules, not data", Load},
+		{big, "reading config: " + big + ": 1048577 bytes, more than the 1 MiB (1048576 bytes) a rule file may hold; a rule file holds rules, not data", Load},
+		{big, "reading config: " + big + ": 1048577 bytes, more than the 1 MiB (1048576 bytes) a rule file may hold; a rule file holds rules, not data", LoadAgain},
 	}
 	for _, tt := range tests {
 		t.Run(filepath.Base(tt.path), func(t *testing.T) {
@@ -48,13 +50,21 @@ func TestLoadRefusesWhatIsNoRuleFile(t *testing.T) {
 				_, err := tt.load(tt.path)
 				done <- err
 			}()
-			select {
-			case err := <-done:
-				if err == nil || err.Error() != tt.want {
-					t.Errorf("got %.300v, want %s", err, tt.want)
+			// A load that waits on a writer waits for ever: until the test's timeout, not
+			// a bound in seconds that a loaded machine passes.
+			var err error
+			if !await.Until(t, func() bool {
+				select {
+				case err = <-done:
+					return true
+				default:
+					return false
 				}
-			case <-time.After(10 * time.Second):
+			}) {
 				t.Fatal("Load did not return")
+			}
+			if err == nil || err.Error() != tt.want {
+				t.Errorf("got %.300v, want %s", err, tt.want)
 			}
 		})
 	}
@@ -103,7 +113,7 @@ func TestLoadReadsAPipe(t *testing.T) {
 	})
 	t.Run("too large", func(t *testing.T) {
 		path := pipe(t, strings.Repeat("#\n", MaxFileBytes/2+1))
-		if _, err := Load(path); err == nil || !strings.HasSuffix(err.Error(), ": larger than 16 MiB; a rule file holds rules, not data") {
+		if _, err := Load(path); err == nil || !strings.HasSuffix(err.Error(), ": more than the 1 MiB (1048576 bytes) a rule file may hold; a rule file holds rules, not data") {
 			t.Errorf("a pipe past MaxFileBytes: %v", err)
 		}
 	})

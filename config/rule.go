@@ -709,7 +709,7 @@ func (rd *ruleDecoder) checkRuntimeTimes(line int, layout string) {
 }
 
 func (rd *ruleDecoder) inputs(e entry, r *Rule, inputNames map[string]bool) {
-	names, ok := rd.list(e, rd.subject, "inputs")
+	names, ok := rd.words(e, rd.subject, "inputs")
 	if !ok {
 		return
 	}

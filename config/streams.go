@@ -48,7 +48,7 @@ func (s Streams) String() string {
 
 // streams decodes `streams:` of an input whose wrapper is wrapper.
 func (d *decoder) streams(e entry, subject, wrapper string) Streams {
-	names, ok := d.list(e, subject, "streams")
+	names, ok := d.words(e, subject, "streams")
 	if !ok {
 		return 0
 	}

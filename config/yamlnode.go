@@ -292,6 +292,62 @@ func (d *decoder) list(e entry, subject, what string) ([]string, bool) {
 	return out, ok
 }
 
+// words is list for a list whose items are single words (durations, names, numbers): an
+// item of a flow list that YAML read over two lines is two with a comma missing between
+// them ([1m, 5m⏎ 15m]), reported at the line it went on to, where the check of the item
+// would name the list's key.
+func (d *decoder) words(e entry, subject, what string) ([]string, bool) {
+	texts, ok := d.list(e, subject, what)
+	if v := resolve(e.val); ok && v.Style&yaml.FlowStyle != 0 {
+		for _, item := range v.Content {
+			if it := resolve(item); it.Style == 0 && strings.Contains(it.Value, " ") && d.overLines(it) {
+				d.add(it.Line+1, subject, "%s%q is written over two lines with no comma between them (from line %d), which YAML reads as one item; put a comma between its parts", at(what), it.Value, it.Line)
+				ok = false
+			}
+		}
+	}
+	return texts, ok
+}
+
+// maxWrittenLineBytes bounds the line overLines reads: a list written by hand, where a
+// comma goes missing, is on short lines, and a file of one long line with many items
+// would read it for each.
+const maxWrittenLineBytes = 4096
+
+// overLines reports whether a scalar's text goes on past the line it starts on; false
+// for a line past maxWrittenLineBytes, and past the first maxProblems scalars of a file
+// looked at, which bounds the work on a file of many long lines.
+func (d *decoder) overLines(n *yaml.Node) bool {
+	// A file in UTF-16 (with its byte order mark) is not read here: its lines are not
+	// the text's.
+	bom := string(d.text[:min(2, len(d.text))])
+	if d.linesRead >= maxProblems || n.Line < 1 || bom == "\xff\xfe" || bom == "\xfe\xff" {
+		return false
+	}
+	d.linesRead++
+	if d.lineStarts == nil {
+		d.lineStarts = []int{0}
+		for i, c := range d.text {
+			if c == '\n' {
+				d.lineStarts = append(d.lineStarts, i+1)
+			}
+		}
+	}
+	if n.Line > len(d.lineStarts) {
+		return false
+	}
+	end := len(d.text)
+	if n.Line < len(d.lineStarts) {
+		end = d.lineStarts[n.Line] - 1
+	}
+	line := d.text[d.lineStarts[n.Line-1]:end]
+	if len(line) > maxWrittenLineBytes {
+		return false
+	}
+	col := []rune(string(line))
+	return n.Column >= 1 && n.Column <= len(col) && !strings.HasPrefix(string(col[n.Column-1:]), n.Value)
+}
+
 // at prefixes a message with the key path it is about ("windows: "), or nothing at the top.
 func at(what string) string {
 	if what == "" {

@@ -1,16 +1,20 @@
 package e2e
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/logwindow/logwindow_exporter/internal/testutil/await"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/metrictest"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/testexec"
 )
@@ -105,7 +109,7 @@ func TestReloadRefusesWhatIsNoRuleFile(t *testing.T) {
 		{"directory", func() error { return os.Mkdir(cfgPath, 0o755) }, cfgPath + ": not a regular file (mode d"},
 		{"symlink loop", func() error { return os.Symlink(filepath.Base(cfgPath), cfgPath) }, cfgPath + ": too many levels of symbolic links"},
 		{"latin-1", write("# caf\xe9\n" + string(good)), cfgPath + ":1: not valid YAML: invalid trailing UTF-8 octet: byte 0xe9 at column 6 is not UTF-8"},
-		{"long value", write(string(good) + "    windows: ['" + strings.Repeat("9", 4<<20) + "']\n"),
+		{"long value", write(string(good) + "    windows: ['" + strings.Repeat("9", 1<<20-100) + "']\n"),
 			cfgPath + `:5: rule "old_rule": windows: "9999`},
 	}
 	for _, c := range cases {
@@ -136,4 +140,73 @@ func TestReloadRefusesWhatIsNoRuleFile(t *testing.T) {
 	if code, body := reload(); code != http.StatusOK {
 		t.Errorf("the rule file put back: reload HTTP %d %q", code, body)
 	}
+}
+
+// TestRuleFileTooLarge: a rule file past 1 MiB (a generator gone wrong: 16 MiB of rules
+// took seconds and 550 MB to decode, twice the Helm chart's memory limit, before their
+// count refused them) is refused by its size, before it is decoded, with an error naming
+// it and its size: by --config.check and by the start, which exit 1, and by a reload of
+// each kind (--config.watch, SIGHUP, POST /-/reload), the old rules serving on.
+func TestRuleFileTooLarge(t *testing.T) {
+	bin := testexec.BuildExporter(t, false)
+	dir := t.TempDir()
+	good := "rules:\n  - name: old_rule\n    help: h\n    match: x\n"
+	big := good + strings.Repeat("# a line of a generated file, far too long\n", 25000)
+	refused := fmt.Sprintf(": %d bytes, more than the 1 MiB (1048576 bytes) a rule file may hold", len(big))
+	bigPath := filepath.Join(dir, "big.yaml")
+	if err := os.WriteFile(bigPath, []byte(big), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"--config.check"}, {"--web.listen-address=127.0.0.1:0"}} {
+		t.Run(strings.Join(append([]string{"start"}, args...), " "), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), testexec.DefaultTimeout)
+			defer cancel()
+			out, err := exec.CommandContext(ctx, bin, append([]string{"--config.file=" + bigPath}, args...)...).CombinedOutput()
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(string(out), bigPath+refused) {
+				t.Errorf("%v, output %.500q; want exit 1 naming %s%s", err, out, bigPath, refused)
+			}
+		})
+	}
+
+	cfgPath := filepath.Join(dir, "rules.yaml")
+	if err := os.WriteFile(cfgPath, []byte(good), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := testexec.StartExporter(t, bin, "--config.file="+cfgPath, "--web.enable-lifecycle", "--config.watch")
+	// Put in place whole, as the kubelet updates a ConfigMap, for the watch to read it once.
+	if err := os.Rename(bigPath, cfgPath); err != nil {
+		t.Fatal(err)
+	}
+	refusals := func(n int) {
+		t.Helper()
+		if !await.Until(t, func() bool { return strings.Count(p.Log(), cfgPath+refused) >= n }) {
+			t.Fatalf("the log holds %d refusals of the rule file, want %d:\n%s", strings.Count(p.Log(), cfgPath+refused), n, testexec.Tail(p.Output, 10))
+		}
+	}
+	kept := func(after string) {
+		t.Helper()
+		m := p.Scrape(t)
+		if metrictest.Value(m, "logwindow_config_last_reload_successful", nil) != 0 ||
+			metrictest.Value(m, "logwindow_rule_series_limit", map[string]string{"rule": "old_rule"}) < 0 {
+			t.Errorf("after %s: want the reload reported failed and old_rule kept", after)
+		}
+	}
+	refusals(1)
+	kept("the watch")
+	if err := p.Cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	refusals(2)
+	kept("SIGHUP")
+	resp, err := http.Post(p.URL()+"/-/reload", "text/plain", nil)
+	if err != nil {
+		t.Fatalf("POST /-/reload: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), cfgPath+refused) {
+		t.Errorf("reload: HTTP %d %.300q; want 400 naming %s%s", resp.StatusCode, body, cfgPath, refused)
+	}
+	kept("POST /-/reload")
 }

@@ -38,6 +38,10 @@ type formatPost struct {
 	classes  []derivation
 	// method marks the bytes of a method of the format's server.
 	method *[256]bool
+	// status is the capture of nginx's $status, which tells a request line nginx may have
+	// refused (nginxVerdict); 0 for a format without it, -1 for Apache's, whose lines are
+	// split as they are.
+	status int
 }
 
 // derivation is one derived capture: its kind, its source and its own index in caps.
@@ -54,14 +58,27 @@ type requestSplit struct {
 	to   [4]int
 	// method marks the bytes a method is made of, as the server reads one.
 	method *[256]bool
+	// status is formatPost.status.
+	status int
+}
+
+// statusSource is the capture a format's status class is derived from, its $status: 0
+// when it has none.
+func statusSource(derived []config.Derived) int {
+	for _, d := range derived {
+		if d.Kind == logformat.StatusClass {
+			return d.From
+		}
+	}
+	return 0
 }
 
 // newFormatPost is the processing of a regex group reading the log format f, whose rules
 // read the captures keep reports true for (groups 1..len(f.Captures), then derived).
 func newFormatPost(f *logformat.Format, derived []config.Derived, keep func(int) bool) *formatPost {
-	p := &formatPost{escape: f.Escape, method: &tchar}
+	p := &formatPost{escape: f.Escape, method: &tchar, status: -1}
 	if f.Server == logformat.Nginx {
-		p.method = &nginxMethod
+		p.method, p.status = &nginxMethod, statusSource(derived)
 	}
 	for k, c := range f.Captures {
 		i := k + 1
@@ -97,7 +114,7 @@ func (p *formatPost) compile() {
 		k := slices.IndexFunc(p.requests, func(r requestSplit) bool { return r.from == d.from })
 		if k < 0 {
 			k = len(p.requests)
-			p.requests = append(p.requests, requestSplit{from: d.from, method: p.method})
+			p.requests = append(p.requests, requestSplit{from: d.from, method: p.method, status: p.status})
 		}
 		p.requests[k].to[d.kind] = d.to
 	}
@@ -145,7 +162,15 @@ func (p *formatPost) apply(m *match, s *scratch) {
 			}
 		}
 		if lo := caps[2*r.from]; lo >= 0 {
-			splitRequest(capture(&text{line, more}, caps, r.from), lo, caps, &r.to, r.method)
+			req, v := capture(&text{line, more}, caps, r.from), lineRead
+			if r.status >= 0 {
+				var status []byte
+				if r.status > 0 {
+					status = capture(&text{line, more}, caps, r.status)
+				}
+				v = nginxVerdict(req, status)
+			}
+			splitRequest(req, lo, caps, &r.to, r.method, v)
 		}
 	}
 	for _, d := range p.classes {
@@ -176,14 +201,15 @@ func appendClass(more []byte, d byte) []byte {
 // not wanted), as nginx's parser reads it: the method is the first word, the target
 // follows it after one or more spaces, the protocol is the last word when it starts with
 // HTTP/ (none for "GET /"), after one or more spaces, the spaces after it included (nginx's
-// $server_protocol has them), the target what is between them (spaces inside included,
-// which nginx answers with 400), the path the target up to its first '?' or space. A line
-// whose first word is not a method of the server's (method: the bytes it is made of; for
-// nginx capitals, '_' and '-', so "get" is none, which nginx answers with 400), or with
-// nothing after it (what nginx logs for a request it could not parse: "-", binary
-// noise, an empty line) gives no part at all, as nginx's own $request_method is then
-// empty. The parts' captures are left as they are (unset) when not found.
-func splitRequest(r []byte, at int, caps []int, to *[4]int, method *[256]bool) {
+// $server_protocol has them), the target what is between them, the path the target up to
+// its first '?' or space. A line whose first word is not a method of the server's
+// (method: the bytes it is made of; for nginx capitals, '_' and '-', so "get" is none,
+// which nginx answers with 400), or with nothing after it (what nginx logs for a request
+// it could not parse: "-", binary noise, an empty line), or that v, what nginx made of
+// it, says nginx refused, gives no part at all, as nginx's own $request_method is then
+// empty; one whose path nginx refused gives its method and protocol alone. The parts'
+// captures are left as they are (unset) when not found.
+func splitRequest(r []byte, at int, caps []int, to *[4]int, method *[256]bool, v requestVerdict) {
 	sp := 0
 	for sp < len(r) && r[sp] != ' ' {
 		if !method[r[sp]] {
@@ -195,7 +221,7 @@ func splitRequest(r []byte, at int, caps []int, to *[4]int, method *[256]bool) {
 	for start < len(r) && r[start] == ' ' {
 		start++
 	}
-	if sp == 0 || start >= len(r) {
+	if sp == 0 || start >= len(r) || v == lineRefused {
 		return
 	}
 	set := func(kind logformat.DeriveKind, lo, hi int) {
@@ -205,7 +231,7 @@ func splitRequest(r []byte, at int, caps []int, to *[4]int, method *[256]bool) {
 	}
 	set(logformat.RequestMethod, 0, sp)
 	start, slash := originForm(r, start)
-	if to[logformat.URI] > 0 {
+	if to[logformat.URI] > 0 && v != pathRefused {
 		if slash >= 0 {
 			set(logformat.URI, slash, slash+1)
 		} else {
@@ -227,7 +253,9 @@ func splitRequest(r []byte, at int, caps []int, to *[4]int, method *[256]bool) {
 		if end == start && slash >= 0 {
 			start, end = slash, slash+1
 		}
-		set(logformat.RequestURI, start, end)
+		if v != pathRefused {
+			set(logformat.RequestURI, start, end)
+		}
 	}
 }
 

@@ -276,7 +276,8 @@ func newGenLine(r *rand.Rand, g genFormat) (genLine, bool) {
 	}
 	l.text = b.String()
 	if req, ok := l.want["request"]; ok {
-		m, target, proto, ok := splitByParts(req)
+		_, hasStatus := values["status"]
+		m, target, proto, ok := splitByParts(req, !hasStatus)
 		l.want["request_method"], l.want["request_uri"], l.want["server_protocol"] = m, target, proto
 		// The path ends at the query, or at a space in a target nginx refused.
 		l.want["uri"] = target[:strings.IndexAny(target+"?", "? ")]
@@ -293,10 +294,14 @@ func newGenLine(r *rand.Rand, g genFormat) (genLine, bool) {
 // splitByParts reads what requestValue wrote as nginx's parser reads a request line:
 // a method of capitals, '_' and '-' (nginx refuses any other), one or more spaces, the
 // target, and the protocol after one or more spaces with the spaces after it; nothing for
-// a line whose first word is no such method.
-func splitByParts(req string) (method, target, proto string, ok bool) {
+// a line whose first word is no such method. checked is for a format without $status,
+// whose lines are checked as nginx checks a request line: nothing either for a target
+// with a space or a line of HTTP/0.9 (no protocol) of another method than GET, which
+// nginx refuses. (genVars' statuses are none nginx answers a line it refused with: a
+// format with $status has its lines split as they are.)
+func splitByParts(req string, checked bool) (method, target, proto string, ok bool) {
 	m := requestParts.FindStringSubmatch(req)
-	if m == nil {
+	if m == nil || checked && (strings.Contains(m[2], " ") || m[3] == "" && m[1] != "GET") {
 		return "", "", "", false
 	}
 	return m[1], m[2], m[3], true

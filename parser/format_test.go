@@ -193,6 +193,12 @@ var formatCases = []formatCase{
 		map[string]string{"t__c": "Thu Mar  1 12:00:00 2024", "h": "10.0.0.1", "s": "200"}},
 	{"apache strftime time, padded at the end of the line", `apache_log_format: '%>s %{%b %e}t'`,
 		`200 Mar  1`, map[string]string{"s": "200", "t__b__e": "Mar  1"}},
+	// nginx's $date_local and $date_gmt (of its SSI module, which nginx's packages build
+	// in) are written by SSI's default timefmt, "%A, %d-%b-%Y %H:%M:%S %Z": three spaces,
+	// its numbers padded with zeros.
+	{"nginx $date_local out of quotes", `log_format: '$date_local $status $date_gmt [$time_local]'`,
+		`Monday, 30-Nov-2026 08:54:44 UTC 200 Monday, 30-Nov-2026 08:54:44 GMT [30/Nov/2026:08:54:44 +0000]`,
+		map[string]string{"date_local": "Monday, 30-Nov-2026 08:54:44 UTC", "status": "200", "date_gmt": "Monday, 30-Nov-2026 08:54:44 GMT"}},
 	{"apache strftime time, Apache's example", `apache_log_format: '%h [%{%d/%b/%Y %T}t.%{msec_frac}t %{%z}t] \"%r\" %>s'`,
 		`10.0.0.1 [01/Mar/2024 12:00:00.123 +0000] "GET / HTTP/1.1" 200`,
 		map[string]string{"t__d__b__y__t": "01/Mar/2024 12:00:00", "t_msec_frac": "123", "t__z": "+0000", "s": "200"}},

@@ -404,6 +404,10 @@ func build(rules []*config.Rule, eng engine) (*Parser, error) {
 				for j, d := range g.derived {
 					if read[g.m.ncap/2+j] {
 						read[d.From] = true
+						// A request's parts read its $status too (nginxVerdict).
+						if st := statusSource(g.derived); st > 0 && d.Kind != logformat.StatusClass && g.format.Server == logformat.Nginx {
+							read[st] = true
+						}
 					}
 				}
 				g.post = newFormatPost(g.format, g.derived, func(c int) bool { return read[c] })

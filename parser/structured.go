@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/config/logformat"
 )
 
 // extractor reads the fields of a structured line, the counterpart of a regex match for
@@ -57,6 +58,11 @@ func (fg *fieldsGroup) post() *formatPost {
 	}
 	// Only nginx writes JSON templates (escape=json).
 	p := &formatPost{derive: slices.Clone(fg.derived), method: &nginxMethod}
+	for _, d := range fg.derived {
+		if d.kind == logformat.StatusClass {
+			p.status = d.from
+		}
+	}
 	p.compile()
 	return p
 }

@@ -128,6 +128,10 @@ func nginxVariable(s string) (*variable, int, *Error) {
 	switch name {
 	case "time_local":
 		v.spaces = 1 // 01/Mar/2024:12:00:00 +0000
+	case "date_local", "date_gmt":
+		// The SSI module's, written by its default timefmt ("%A, %d-%b-%Y %H:%M:%S %Z"),
+		// whose numbers are padded with zeros: Monday, 30-Nov-2026 08:54:44 UTC.
+		v.spaces = 3
 	case "http_x_forwarded_for", "proxy_add_x_forwarded_for":
 		v.joined = true
 	}

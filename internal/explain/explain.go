@@ -149,7 +149,8 @@ type Filter struct {
 	Value   string `json:"value"`
 }
 
-// DropInfo says which capture did not give a value or a time.
+// DropInfo says which capture did not give a value or a time, and for a time the layout
+// it was read with (config.Timestamp.ReadLayout).
 type DropInfo struct {
 	Capture string `json:"capture"`
 	Value   string `json:"value"`
@@ -331,7 +332,16 @@ func dropInfo(cr *config.Rule, res *parser.RuleResult, wrapperTime []byte) *Drop
 		return &DropInfo{Capture: cr.ValueName, Value: captureText(res.Captures, cr.ValueName)}
 	}
 	ts := cr.Timestamp
-	d := &DropInfo{Capture: ts.CaptureName, Layout: ts.Layout}
+	// A rule reading candidate formats reads a line's time as its variant for the line's
+	// format does, whose layout is that format's.
+	if k := slices.Index(cr.Candidates, res.Format); k >= 0 && res.Format != nil && cr.Variants[k] != nil {
+		ts = cr.Variants[k].Timestamp
+	}
+	d := &DropInfo{Capture: ts.CaptureName}
+	if ts.Layout != "" {
+		// The layout the time was read with, which reads more than the one written.
+		d.Layout = ts.ReadLayout()
+	}
 	if ts.Capture == config.WrapperTime {
 		d.Value, _ = display(wrapperTime)
 	} else {

@@ -431,3 +431,43 @@ rules:
 		}
 	}
 }
+
+// TestDropLayoutAsRead: a line whose time does not parse is told with the layout it was
+// read with (Timestamp.ReadLayout: a fixed fraction read as one of any digits, an offset
+// as one that reads a Z too), not the rule's as written, and for a rule reading candidate
+// formats with that of the format the line is read by, which the rule itself lacks.
+func TestDropLayoutAsRead(t *testing.T) {
+	x := newExplainer(t, `
+inputs:
+  - {name: iso, path: /a, log_format: '$time_iso8601 $status'}
+  - {name: cand, path: /b, log_format: [combined, upstreaminfo]}
+rules:
+  - {name: written, match: '^w (?P<t>.+)', timestamp: {capture: t, layout: '2006-01-02T15:04:05.000-07:00'}}
+  - {name: format, inputs: [iso], timestamp: {capture: time_iso8601}}
+  - {name: candidates, inputs: [cand], timestamp: {capture: time_local}}
+`)
+	for _, c := range []struct {
+		input, line, rule, layout string
+	}{
+		{"iso", "w 2024-03-01 12:00:00", "written", "2006-01-02T15:04:05.999Z07:00"},
+		{"iso", "2024-03-01T12:00:00 200", "format", "2006-01-02T15:04:05Z07:00"},
+		{"cand", `10.0.0.1 - - [01/Mar/2024:12:00:00] "GET / HTTP/1.1" 200 5 "-" "curl"`, "candidates", "02/Jan/2006:15:04:05 Z0700"},
+	} {
+		t.Run(c.rule, func(t *testing.T) {
+			l := x.Explain(c.input, []byte(c.line), false)
+			for _, r := range l.Rules {
+				if r.Name != c.rule {
+					continue
+				}
+				if r.Drop == nil || r.Outcome != "bad_timestamp" {
+					t.Fatalf("%+v, want a bad timestamp", r)
+				}
+				if r.Drop.Layout != c.layout {
+					t.Errorf("layout %q, want %q", r.Drop.Layout, c.layout)
+				}
+				return
+			}
+			t.Fatalf("rule %s not explained: %+v", c.rule, l)
+		})
+	}
+}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/exporter"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/await"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/metrictest"
 )
 
@@ -102,23 +103,20 @@ rules:
 	})
 	writers.Wait()
 	total := uint64(2 * rounds * perRound)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		var read uint64
+	var read uint64
+	if !await.Until(t, func() bool {
+		read = 0
 		for _, s := range p.inputStats() {
 			read += s.LinesRead
 		}
-		if read == total {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d lines read", read, total)
-		}
-		time.Sleep(5 * time.Millisecond)
+		return read == total
+	}) {
+		t.Fatalf("%d of %d lines read", read, total)
 	}
 	close(done)
 	side.Wait()
-	got := gatherPipeline(t, p)
+	// The rule's matched lines are counted just after the lines read.
+	got := waitTotal(t, p, "matched lines", `logwindow_rule_matched_lines_total{rule="requests"}`, float64(total))
 	for status, n := range want {
 		if v := got[fmt.Sprintf(`requests_total{status=%q}`, status)]; v != float64(n) {
 			t.Errorf("requests_total{status=%s} = %v, want %d", status, v, n)
@@ -126,8 +124,5 @@ rules:
 		if v := got[fmt.Sprintf(`requests_window{status=%q,window="1h"}`, status)]; v != float64(n) {
 			t.Errorf("requests_window{status=%s,window=1h} = %v, want %d", status, v, n)
 		}
-	}
-	if v := got[`logwindow_rule_matched_lines_total{rule="requests"}`]; v != float64(total) {
-		t.Errorf("matched lines %v, want %d", v, total)
 	}
 }

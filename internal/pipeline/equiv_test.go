@@ -22,7 +22,9 @@ import (
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/internal/input"
 	"github.com/logwindow/logwindow_exporter/internal/input/cri/critest"
+	"github.com/logwindow/logwindow_exporter/internal/selfmetric"
 	"github.com/logwindow/logwindow_exporter/internal/storage"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/await"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/nginxlog"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/syncbuf"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/testclock"
@@ -312,20 +314,17 @@ func (r *equivRun) start() {
 func (r *equivRun) caughtUp() {
 	r.t.Helper()
 	want := uint64(r.next - r.base)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		s := r.p.inputStats() // one per shard of a glob
-		var read uint64
+	var s []selfmetric.InputStats
+	var read uint64
+	await.Until(r.t, func() bool {
+		s, read = r.p.inputStats(), 0 // one per shard of a glob
 		for _, in := range s {
 			read += in.LinesRead
 		}
-		if read == want {
-			break
-		}
-		if read > want || time.Now().After(deadline) {
-			r.t.Fatalf("input stats %+v, want %d lines read\n%s", s, want, r.out.String())
-		}
-		time.Sleep(2 * time.Millisecond)
+		return read >= want
+	})
+	if read != want {
+		r.t.Fatalf("input stats %+v, want %d lines read\n%s", s, want, r.out.String())
 	}
 	r.counted = r.next
 	requests := r.next
@@ -337,7 +336,13 @@ func (r *equivRun) caughtUp() {
 			}
 		}
 	}
-	if got := r.matched("nginx_http_path_requests"); got != uint64(requests) {
+	// The rule's matched lines are counted just after the lines read (publish).
+	var got uint64
+	await.Until(r.t, func() bool {
+		got = r.matched("nginx_http_path_requests")
+		return got >= uint64(requests)
+	})
+	if got != uint64(requests) {
 		r.t.Fatalf("%d requests counted of the %d written in %d lines\n%s", got, requests, r.next, r.out.String())
 	}
 }
@@ -348,11 +353,7 @@ func (r *equivRun) matched(rule string) uint64 {
 	set := r.p.gen.Load().set
 	for i := range set.NumRules() {
 		if rl := set.Rule(i); rl.Config().Name == rule {
-			series, gone := rl.Snapshot(nil)
-			for _, s := range series {
-				gone += s.Lines()
-			}
-			return gone
+			return rl.Matched()
 		}
 	}
 	r.t.Fatalf("no rule %s", rule)
@@ -453,12 +454,8 @@ func (r *equivRun) renameLate(n int) {
 	}
 	before := rotations()
 	r.rename()
-	deadline := time.Now().Add(10 * time.Second)
-	for rotations() == before && !r.reads(r.older(1)) {
-		if time.Now().After(deadline) {
-			r.t.Fatalf("the rename not seen: input stats %+v\n%s", r.p.inputStats(), r.out.String())
-		}
-		time.Sleep(2 * time.Millisecond)
+	if !await.Until(r.t, func() bool { return rotations() != before || r.reads(r.older(1)) }) {
+		r.t.Fatalf("the rename not seen: input stats %+v\n%s", r.p.inputStats(), r.out.String())
 	}
 	r.writeTo(r.older(1), n, false)
 	r.caughtUp()
@@ -603,12 +600,8 @@ func (r *equivRun) emptied() {
 	}
 	before := truncations()
 	r.copyTruncate()
-	deadline := time.Now().Add(10 * time.Second)
-	for truncations() == before {
-		if time.Now().After(deadline) {
-			r.t.Fatalf("the truncation not seen: input stats %+v\n%s", r.p.inputStats(), r.out.String())
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !await.Until(r.t, func() bool { return truncations() != before }) {
+		r.t.Fatalf("the truncation not seen: input stats %+v\n%s", r.p.inputStats(), r.out.String())
 	}
 	// The copy was made before any snapshot that follows: a restart does not take it for
 	// one made while the exporter was down. A snapshot's time is its file's, which the
@@ -619,18 +612,17 @@ func (r *equivRun) emptied() {
 		r.t.Fatal(err)
 	}
 	probe := filepath.Join(r.t.TempDir(), "probe")
-	for {
+	if !await.Until(r.t, func() bool {
 		if err := os.WriteFile(probe, nil, 0o644); err != nil {
 			r.t.Fatal(err)
 		}
-		if fi, err := os.Stat(probe); err != nil {
+		fi, err := os.Stat(probe)
+		if err != nil {
 			r.t.Fatal(err)
-		} else if fi.ModTime().After(copied.ModTime()) {
-			return
-		} else if time.Now().After(deadline) {
-			r.t.Fatalf("the kernel's clock is not past %v", copied.ModTime())
 		}
-		time.Sleep(time.Millisecond)
+		return fi.ModTime().After(copied.ModTime())
+	}) {
+		r.t.Fatalf("the kernel's clock is not past %v", copied.ModTime())
 	}
 }
 
@@ -668,12 +660,8 @@ func (r *equivRun) copyTruncateBehind() {
 	if !r.copies || cut == 0 {
 		return
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for !r.reads(copied) {
-		if time.Now().After(deadline) {
-			r.t.Fatalf("the copy %s not found: input stats %+v\n%s", copied, r.p.inputStats(), r.out.String())
-		}
-		time.Sleep(2 * time.Millisecond)
+	if !await.Until(r.t, func() bool { return r.reads(copied) }) {
+		r.t.Fatalf("the copy %s not found: input stats %+v\n%s", copied, r.p.inputStats(), r.out.String())
 	}
 }
 

@@ -159,9 +159,11 @@ type binding struct {
 	zones []zoneRun
 }
 
-// publish adds what b counted of its lines to the stream's counts; called by b's
-// goroutine once their events are written and the lines counted as read (landed).
+// publish adds what b counted of its lines to the stream's counts, and its sink's matched
+// lines to its rules' (store.NewDeferredSink); called by b's goroutine once their events
+// are written and the lines counted as read (landed).
 func (in *stream) publish(b *binding) {
+	b.sink.Publish()
 	add(&in.fit, &b.fits)
 	add(&in.unfit, &b.unfits)
 	add(&in.malformed, &b.malformed)
@@ -189,7 +191,7 @@ func (in *stream) bindTo(p *Pipeline, slot *atomic.Pointer[binding]) *binding {
 		return b
 	}
 	ci := g.input(in.source)
-	b := &binding{gen: g, parse: g.parser.NewSession(), sink: g.set.NewBatchSink(), name: ci.Name, streams: ci.Streams, paths: newPathValues(ci, g.parser, p.opts.Now)}
+	b := &binding{gen: g, parse: g.parser.NewSession(), sink: g.set.NewDeferredSink(), name: ci.Name, streams: ci.Streams, paths: newPathValues(ci, g.parser, p.opts.Now)}
 	if b.paths != nil && ci.File != nil {
 		b.paths.miss = func(path string) {
 			// Once per load for the input, whichever of its shards or workers finds it.

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/internal/input/syslog/syslogtest"
 )
 
 // The rule file of the chart's syslog and sidecar modes has one input, a socket, whose
@@ -96,5 +98,52 @@ rules:
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("replay: %v; want it to say %q", err, want)
 		}
+	}
+}
+
+// A syslog input passes over a blank datagram (no bytes, or only blanks, line ends and
+// NULs: a keepalive) and reads no line of it; the one-shots read a file of the input's
+// lines as its datagrams, and so pass over a blank line. They counted it as an unmatched
+// line: a sample of a socket's traffic with keepalives in it fitted less than it does.
+// The same lines are sent to the running input as datagrams and given to the one-shots
+// as a file, and read alike.
+func TestSyslogOneShotsPassOverBlankLinesAsTheInput(t *testing.T) {
+	lines := []string{
+		"<190>Nov 24 05:28:09 vm nginx: GET / 200",
+		"", " \t", "\x00", "\r",
+		"<190>Nov 24 05:28:09 vm nginx: no status here",
+	}
+	p, _, sock, rules := startSyslog(t, `
+inputs: [{name: nginx, syslog: 'unixgram://%s'}]
+rules:
+  - {name: requests, match: ' (?P<status>\d{3})$', labels: {status: '${status}'}}
+`)
+	syslogtest.Send(t, "unixgram", sock, lines...)
+	live := waitRead(t, p, 2)
+	cfg, err := config.Parse(rules, "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "sample.log")
+	if err := os.WriteFile(file, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("input nginx: %d of %d lines fit (", live.LinesRead-live.Unmatched, live.LinesRead)
+	for _, tc := range []struct {
+		mode string
+		run  func(opts Options) error
+	}{
+		{"replay", func(opts Options) error { return Replay(cfg, []string{file}, opts, io.Discard) }},
+		{"sample", func(opts Options) error { return Sample(cfg, []string{file}, opts) }},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			var summary bytes.Buffer
+			if err := tc.run(Options{Now: time.Now, Summary: &summary}); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasPrefix(summary.String(), want) {
+				t.Errorf("summary %q; want it to begin %q, as the running input read the lines", summary.String(), want)
+			}
+		})
 	}
 }

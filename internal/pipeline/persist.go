@@ -549,7 +549,9 @@ func (p *Pipeline) snapshot(ahead *store.Encoded, begin time.Time, cutDone func(
 	for _, in := range p.inputs {
 		in.drain()
 	}
+	running := make(map[string]bool, len(p.inputs))
 	for _, in := range p.inputs {
+		running[in.source] = true
 		if f, ok := in.running.(*follow.Follower); ok {
 			ps, done := f.Positions(), f.Drained()
 			for _, pp := range in.partsAt(ps, func() []follow.Position { return done }) { // before keptAt moves any back
@@ -559,6 +561,19 @@ func (p *Pipeline) snapshot(ahead *store.Encoded, begin time.Time, cutDone func(
 			left[in.source] = append(left[in.source], f.Left()...)
 			truncated[in.source] = append(truncated[in.source], f.Truncated()...)
 			drained[in.source] = append(drained[in.source], done...)
+		}
+	}
+	// A reload that panicked as it started followers anew (see panicInForce) left where
+	// those it had stopped stopped to what starts them next: until then they are their
+	// input's positions, else a restart would read its files from start_at. Of an input
+	// none of whose followers runs only: one that runs read on from them.
+	for source, ps := range p.handedOver {
+		if running[source] {
+			continue
+		}
+		files[source], left[source], truncated[source] = ps, p.handedLeft[source], p.handedTruncated[source]
+		for _, pp := range p.handedParts[source] {
+			parts = append(parts, appendPathParts(nil, source, pp))
 		}
 	}
 	enc, err := p.gen.Load().set.Encode(ahead)

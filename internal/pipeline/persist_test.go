@@ -21,9 +21,11 @@ import (
 	"github.com/logwindow/logwindow_exporter/internal/input/cri"
 	"github.com/logwindow/logwindow_exporter/internal/input/cri/critest"
 	"github.com/logwindow/logwindow_exporter/internal/input/follow"
+	"github.com/logwindow/logwindow_exporter/internal/selfmetric"
 	"github.com/logwindow/logwindow_exporter/internal/storage"
 	"github.com/logwindow/logwindow_exporter/internal/store"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/asother"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/await"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/storetest"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/syncbuf"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/testclock"
@@ -137,25 +139,21 @@ func kill(t *testing.T, p *Pipeline, dir string, kept []byte) {
 }
 
 // waitCounted waits until the rules' totals and windows read want, and fails the test
-// if they do not within a deadline.
+// if they do not before await.Deadline.
 func waitCounted(t *testing.T, p *Pipeline, want float64) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		var off []string
+	var off []string
+	if !await.Until(t, func() bool {
+		off = nil
 		samples := gatherPipeline(t, p)
 		for _, name := range []string{`timed_total{}`, `timed_window{window="1m"}`, `timed_window{window="5m"}`, `arrived_total{}`, `arrived_window{window="1m"}`, `arrived_window{window="5m"}`} {
 			if v, ok := samples[name]; !ok || v != want {
 				off = append(off, fmt.Sprintf("%s %v", name, v))
 			}
 		}
-		if len(off) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("want %v in every window and total; got %s", want, strings.Join(off, ", "))
-		}
-		time.Sleep(10 * time.Millisecond)
+		return len(off) == 0
+	}) {
+		t.Fatalf("want %v in every window and total; got %s", want, strings.Join(off, ", "))
 	}
 }
 
@@ -887,32 +885,26 @@ rules:
 // waitLogged waits until what out holds says what n times.
 func waitLogged(t *testing.T, out *syncbuf.Buffer, what string, n int) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); strings.Count(out.String(), what) < n; {
-		if time.Now().After(deadline) {
-			t.Fatalf("the log does not say %q %d times:\n%s", what, n, out.String())
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !await.Until(t, func() bool { return strings.Count(out.String(), what) >= n }) {
+		t.Fatalf("the log does not say %q %d times:\n%s", what, n, out.String())
 	}
 }
 
 // waitCaughtUp waits until the pipeline's one input has read every file to its end.
 func waitCaughtUp(t *testing.T, p *Pipeline) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		s := p.inputStats()
+	var s []selfmetric.InputStats
+	if !await.Until(t, func() bool {
+		s = p.inputStats()
 		behind := len(s) != 1
 		for i := range s {
 			for _, f := range s[i].Files {
 				behind = behind || f.BytesBehind > 0
 			}
 		}
-		if !behind {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("input stats %+v: files not read to their end", s)
-		}
-		time.Sleep(5 * time.Millisecond)
+		return !behind
+	}) {
+		t.Fatalf("input stats %+v: files not read to their end", s)
 	}
 }
 
@@ -1439,13 +1431,11 @@ func TestStorageLockFails(t *testing.T) {
 	}
 	log := filepath.Join(t.TempDir(), "access.log")
 	var out1, out2 syncbuf.Buffer
-	begin := time.Now()
-	p1 := startStored(t, log, dir, &out1, Options{SnapshotInterval: time.Hour})
-	if took := time.Since(begin); took > DefaultStorageLockWait/2 {
-		t.Errorf("the start took %s", took)
-	}
-	if !strings.Contains(out1.String(), "cannot lock the storage directory") {
-		t.Errorf("no warning of the lock:\n%s", out1.String())
+	// Told of, not timed: a start that waited for the lock would say so, and wait for a
+	// day.
+	p1 := startStored(t, log, dir, &out1, Options{SnapshotInterval: time.Hour, StorageLockWait: 24 * time.Hour})
+	if !strings.Contains(out1.String(), "cannot lock the storage directory") || strings.Contains(out1.String(), "waiting for it to let the directory go") {
+		t.Errorf("want a warning of the lock, and no wait for it:\n%s", out1.String())
 	}
 	persistLines(t, log, 1, 10)
 	waitCounted(t, p1, 10)

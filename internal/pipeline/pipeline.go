@@ -133,6 +133,9 @@ type Pipeline struct {
 	// loadAgain reads and checks the rule file for ReloadFile (config.LoadAgain), under
 	// reloading and not under mu; a test holds a reload in it to see what waits on it.
 	loadAgain func(path string) (*config.Config, error)
+	// buildAgain builds a reload's generation (newGeneration), under reloading and not
+	// under mu; a test holds a reload in it to see what waits on it.
+	buildAgain func(cfg *config.Config, prev *generation, opts Options) (*generation, error)
 
 	mu          sync.Mutex         // serialises reloads and Stop; guards the fields below
 	inputs      map[string]*stream // by config.Input.Source
@@ -171,7 +174,9 @@ type Pipeline struct {
 	// handedOver holds, during syncInputs, the positions of the followers it stopped to
 	// replace them, by input source (handOver), and handedParts the CRI messages in parts
 	// their joiners were in the middle of, handedLeft the files they closed after the
-	// files left their path, and handedTruncated those they found truncated lately.
+	// files left their path, and handedTruncated those they found truncated lately. A
+	// reload that panicked starting the followers leaves them to the next syncInputs,
+	// and to the snapshots until then (panicInForce).
 	handedOver      map[string][]follow.Position
 	handedParts     map[string][]pathParts
 	handedLeft      map[string][]follow.Position
@@ -198,7 +203,7 @@ func Start(cfg *config.Config, opts Options) (*Pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Pipeline{opts: opts, clock: newClock(opts.Now, opts.wall, opts.Logger), loadAgain: config.LoadAgain, inputs: map[string]*stream{}, restored: math.MaxInt64, begun: begun}
+	p := &Pipeline{opts: opts, clock: newClock(opts.Now, opts.wall, opts.Logger), loadAgain: config.LoadAgain, buildAgain: newGeneration, inputs: map[string]*stream{}, restored: math.MaxInt64, begun: begun}
 	if opts.StoragePath != "" {
 		p.storage = &persister{dir: opts.StoragePath, interval: cmp.Or(opts.SnapshotInterval, DefaultSnapshotInterval), writeFile: storage.Write, encodeAhead: (*store.Set).EncodeAhead}
 		p.storage.stats.Enabled = true
@@ -255,13 +260,38 @@ func (p *Pipeline) Expire() {
 }
 
 // ReloadFile loads the config file in use again and applies it; a file that fails to load
-// or build changes nothing, nor does one whose load or build panics (*ReloadPanic). The file is read under reloading, so of two reloads at once
-// the later one applies the newer file, but not under mu, which every scrape, /-/ready and
-// the status page wait on: a file of thousands of rules takes seconds to load.
+// or build changes nothing, nor does one whose load or build panics (*ReloadPanic). The
+// file is read and its generation built under reloading, so of two reloads at once the
+// later one applies the newer file, but not under mu, which every scrape, /-/ready and
+// the status page wait on: a file of thousands of rules takes seconds to load, and half a
+// second to build.
 func (p *Pipeline) ReloadFile() error {
 	p.reloading.Lock()
 	defer p.reloading.Unlock()
 	cfg, err := p.load()
+	return p.apply(cfg, err)
+}
+
+// Reload swaps in cfg: rules whose definition did not change keep their window state,
+// inputs that are no longer configured stop, new ones start.
+func (p *Pipeline) Reload(cfg *config.Config) error {
+	p.reloading.Lock()
+	defer p.reloading.Unlock()
+	return p.apply(cfg, nil)
+}
+
+// apply builds the generation of cfg, loaded with err, and puts it in force, with
+// reloading held; only the look before the build and the swap hold mu. The generation in
+// force changes only under reloading, so the one the build takes stores from is the one
+// it replaces.
+func (p *Pipeline) apply(cfg *config.Config, err error) error {
+	if err == nil {
+		err = p.lookBeforeBuild()
+	}
+	var gen *generation
+	if err == nil {
+		gen, err = p.build(cfg)
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.stopped {
@@ -271,20 +301,7 @@ func (p *Pipeline) ReloadFile() error {
 		p.reloadErr = err
 		return err
 	}
-	return p.reload(cfg)
-}
-
-// Reload swaps in cfg: rules whose definition did not change keep their window state,
-// inputs that are no longer configured stop, new ones start.
-func (p *Pipeline) Reload(cfg *config.Config) error {
-	p.reloading.Lock()
-	defer p.reloading.Unlock()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.stopped {
-		return errStopped
-	}
-	return p.reload(cfg)
+	return p.reload(gen)
 }
 
 // load reads and checks the rule file in use again, a panic doing so (a bug) made a
@@ -297,7 +314,23 @@ func (p *Pipeline) load() (cfg *config.Config, err error) {
 // build builds the generation of cfg, a panic doing so (a bug) made a *ReloadPanic error.
 func (p *Pipeline) build(cfg *config.Config) (gen *generation, err error) {
 	defer recoverReload(&err)
-	return newGeneration(cfg, p.gen.Load(), p.opts)
+	return p.buildAgain(cfg, p.gen.Load(), p.opts)
+}
+
+// lookBeforeBuild tells what the rules a reload replaces made of the lines read until
+// then (lookUnreadable), before the build, which drops the stores of the rules it does
+// not keep: a panic doing so (a bug) is made a *ReloadPanic error that changed nothing, as
+// one of the build. Looked at between the build and the swap, a panic went up uncaught,
+// answered 500 by the server, but the reload outcome self-metric and the status page
+// said the reload succeeded, and the stores the build had dropped stayed in use.
+func (p *Pipeline) lookBeforeBuild() (err error) {
+	defer recoverReload(&err)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.stopped {
+		p.lookUnreadable()
+	}
+	return nil
 }
 
 // ReloadPanic is the error of a reload that panicked (a bug), with what it panicked with
@@ -324,13 +357,9 @@ func recoverReload(err *error) {
 	}
 }
 
-// reload is Reload with p.mu held.
-func (p *Pipeline) reload(cfg *config.Config) error {
-	gen, err := p.build(cfg)
-	if err != nil {
-		p.reloadErr = err
-		return err
-	}
+// reload puts gen in force, with p.mu held.
+func (p *Pipeline) reload(gen *generation) error {
+	cfg := gen.cfg
 	p.reloadUnreadable()
 	p.gen.Store(gen)
 	defer p.panicInForce()
@@ -338,7 +367,7 @@ func (p *Pipeline) reload(cfg *config.Config) error {
 		in.release()
 	}
 	p.warnConfig(cfg)
-	err = p.syncInputs(cfg)
+	err := p.syncInputs(cfg)
 	p.retryWait, p.retryAt = 0, time.Time{}
 	if err != nil {
 		// The rules are in force; an input that cannot start is reported as a failed reload
@@ -358,7 +387,9 @@ func (p *Pipeline) reload(cfg *config.Config) error {
 // lets it go on to the server's reloader, which tells it to those who asked: else the
 // reload outcome self-metric and the status page said the reload succeeded. The inputs
 // it left are not tried again (retryInputs would start them alike, and panic outside any
-// reload, ending the process): the next reload starts them.
+// reload, ending the process): the next reload starts them, from where the followers it
+// stopped to replace them stopped (handedOver, which the snapshots until then write as
+// those inputs' positions), so that no line is lost or read twice.
 func (p *Pipeline) panicInForce() {
 	if v := recover(); v != nil {
 		p.reloadErr = &InputsNotStarted{Err: &ReloadPanic{Value: v, Stack: debug.Stack()}}

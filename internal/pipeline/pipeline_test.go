@@ -14,6 +14,7 @@ import (
 
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/internal/selfmetric"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/await"
 )
 
 // A reload that arrives during shutdown (a SIGHUP racing SIGTERM) must not start followers
@@ -79,48 +80,37 @@ func appendText(path, text string) error {
 // waitRead waits until the pipeline's one input has handed on n lines.
 func waitRead(t *testing.T, p *Pipeline, n uint64) selfmetric.InputStats {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		s := p.inputStats()
-		if len(s) == 1 && s[0].LinesRead == n {
-			return s[0]
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("input stats %+v, want %d lines read", s, n)
-		}
-		time.Sleep(5 * time.Millisecond)
+	var s []selfmetric.InputStats
+	if !await.Until(t, func() bool { s = p.inputStats(); return len(s) == 1 && s[0].LinesRead == n }) {
+		t.Fatalf("input stats %+v, want %d lines read", s, n)
 	}
+	return s[0]
 }
 
 // waitReady waits until every input of p has opened and positioned its files.
 func waitReady(t *testing.T, p *Pipeline) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !p.Ready() {
-		if time.Now().After(deadline) {
-			t.Fatal("the pipeline is not ready")
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !await.Until(t, p.Ready) {
+		t.Fatal("the pipeline is not ready")
 	}
 }
 
 // waitTotal gathers p until the samples whose names start with prefix sum to want, and
 // returns that gathering; it fails the test, saying what was awaited, when they pass want
-// (a line counted twice) or do not reach it within a deadline.
+// (a line counted twice) or do not reach it before await.Deadline.
 func waitTotal(t *testing.T, p *Pipeline, what, prefix string, want float64) map[string]float64 {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		samples := gatherPipeline(t, p)
-		got := sumOf(samples, prefix)
-		if got == want {
-			return samples
-		}
-		if got > want || time.Now().After(deadline) {
-			t.Fatalf("%s: %s %v, want %v", what, prefix, got, want)
-		}
-		time.Sleep(5 * time.Millisecond)
+	var samples map[string]float64
+	var got float64
+	await.Until(t, func() bool {
+		samples = gatherPipeline(t, p)
+		got = sumOf(samples, prefix)
+		return got >= want
+	})
+	if got != want {
+		t.Fatalf("%s: %s %v, want %v", what, prefix, got, want)
 	}
+	return samples
 }
 
 // sumOf sums the samples whose names start with prefix.

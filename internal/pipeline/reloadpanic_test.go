@@ -1,10 +1,17 @@
 package pipeline
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/config/logformat"
@@ -114,5 +121,172 @@ func TestReloadPanicInForce(t *testing.T) {
 	inputKinds[config.KindFile] = start
 	if err := p.ReloadFile(); err != nil || !p.reloadStats().Successful || len(p.inputStats()) != 2 {
 		t.Errorf("the next reload: %v, successful %v, %d inputs; want none, true, 2", err, p.reloadStats().Successful, len(p.inputStats()))
+	}
+}
+
+// panicOn is a slog.Handler that panics on a record whose message starts with prefix
+// while armed, standing for a bug in what a reload runs between its build and its swap.
+type panicOn struct {
+	slog.Handler
+	prefix string
+	armed  *atomic.Bool
+}
+
+func (h panicOn) Handle(ctx context.Context, r slog.Record) error {
+	if h.armed.Load() && strings.HasPrefix(r.Message, h.prefix) {
+		panic("a bug in the look at the lines read")
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+// TestReloadPanicInItsLook: a reload that panics as it tells what the rules it replaces
+// made of the lines read (lookUnreadable) is a failed reload that changed nothing, as one
+// whose build panicked. Looked at between the build and the swap, the panic went up
+// uncaught: the server answered it 500, but the reload outcome self-metric and the status
+// page said the reload succeeded.
+func TestReloadPanicInItsLook(t *testing.T) {
+	dir := t.TempDir()
+	logPath, path := filepath.Join(dir, "app.log"), filepath.Join(dir, "rules.yaml")
+	writeRules(t, logPath, strings.Repeat("no rule matches this line\n", unmatchedMinLines))
+	rules := "inputs: [{path: '" + logPath + "', start_at: beginning}]\nrules:\n  - {name: r, match: x}\n"
+	writeRules(t, path, rules)
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var armed atomic.Bool
+	logger := slog.New(panicOn{Handler: slog.NewTextHandler(io.Discard, nil), prefix: "no rule's match regex matched", armed: &armed})
+	p, err := Start(cfg, Options{Now: time.Now, PollInterval: time.Hour, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	waitRead(t, p, unmatchedMinLines)
+	writeRules(t, path, rules+"  - {name: other, match: y}\n")
+
+	armed.Store(true)
+	err = p.ReloadFile()
+	armed.Store(false)
+	var panicked *ReloadPanic
+	if !errors.As(err, &panicked) || len(panicked.Stack) == 0 {
+		t.Fatalf("ReloadFile: %v; want a *ReloadPanic with its stack", err)
+	}
+	if p.ReloadError() != err || p.reloadStats().Successful {
+		t.Errorf("ReloadError %v, successful %v; want the panic, false", p.ReloadError(), p.reloadStats().Successful)
+	}
+	if rules := p.Config().Rules; len(rules) != 1 {
+		t.Errorf("the panicked reload changed the rules: %d of them; want 1", len(rules))
+	}
+	if err := p.ReloadFile(); err != nil || len(p.Config().Rules) != 2 || !p.reloadStats().Successful {
+		t.Errorf("the next reload: %v, %d rules, successful %v; want none, 2, true", err, len(p.Config().Rules), p.reloadStats().Successful)
+	}
+}
+
+// TestReloadPanicHandsOverPositions: a reload that starts an input's followers anew (its
+// glob's shards changed) and panics in their start, its rules in force, leaves the
+// positions where the followers it stopped stopped to what starts them next: the next
+// reload, or, with --storage.path, the start after a shutdown, whose snapshot has them.
+// The lines written meanwhile are read once, none lost (start_at: end) nor read twice
+// (start_at: beginning). The shutdown's snapshot lacked them: the restart read the files
+// from start_at.
+func TestReloadPanicHandsOverPositions(t *testing.T) {
+	start := inputKinds[config.KindFile]
+	t.Cleanup(func() { inputKinds[config.KindFile] = start }) // after the pipelines stop
+	for _, tc := range []struct {
+		startAt         string
+		shards, reshard int
+		restart         bool
+	}{
+		{"end", 1, 2, false}, {"beginning", 1, 2, false}, {"end", 2, 1, false}, {"beginning", 3, 2, false},
+		{"end", 1, 2, true}, {"beginning", 1, 2, true}, {"end", 2, 1, true}, {"beginning", 3, 2, true},
+	} {
+		t.Run(fmt.Sprintf("%s %d to %d restart %v", tc.startAt, tc.shards, tc.reshard, tc.restart), func(t *testing.T) {
+			dir := t.TempDir()
+			var logs []string
+			for _, d := range []string{"a", "b", "c"} {
+				logs = append(logs, filepath.Join(dir, d, "app.log"))
+				if err := os.Mkdir(filepath.Dir(logs[len(logs)-1]), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				writeRules(t, logs[len(logs)-1], "x before the start\n")
+			}
+			rules := func(shards int) string {
+				return fmt.Sprintf("inputs: [{path: '%s', start_at: %s, shards: %d}]\nrules:\n  - {name: lines, match: x}\n",
+					filepath.Join(dir, "*", "*.log"), tc.startAt, shards)
+			}
+			path, storage := filepath.Join(dir, "rules.yaml"), filepath.Join(dir, "storage")
+			writeRules(t, path, rules(tc.shards))
+			startOn := func() *Pipeline {
+				t.Helper()
+				cfg, err := config.Load(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				p, err := Start(cfg, Options{Now: time.Now, PollInterval: time.Hour, StoragePath: storage})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(p.Stop)
+				waitReady(t, p)
+				return p
+			}
+			p := startOn()
+			want := 0.0
+			if tc.startAt == "beginning" {
+				want = float64(len(logs))
+			}
+			write := func() {
+				for _, log := range logs {
+					appendTo(t, log, "x line\n")
+				}
+				want += float64(len(logs))
+			}
+			write()
+			waitTotal(t, p, "before the reload", "lines_total", want)
+
+			writeRules(t, path, rules(tc.reshard))
+			panicking := start
+			panicking.start = func(*Pipeline, config.Input, *stream, int) (input.Input, error) {
+				panic("a bug in an input's start")
+			}
+			inputKinds[config.KindFile] = panicking
+			func() {
+				defer func() {
+					if v := recover(); v == nil {
+						t.Error("the reload did not panic")
+					}
+				}()
+				_ = p.ReloadFile()
+			}()
+			inputKinds[config.KindFile] = start
+			write() // while no follower reads them
+			if tc.restart {
+				p.Stop()
+				p = startOn()
+			} else if err := p.ReloadFile(); err != nil {
+				t.Fatal(err)
+			}
+			if n := len(p.inputStats()); n != tc.reshard {
+				t.Fatalf("%d followers after the reload; want %d", n, tc.reshard)
+			}
+			write()
+			waitTotal(t, p, "after the reload", "lines_total", want)
+			// A line read twice would be counted once its file is read to its end.
+			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+				files, behind := 0, false
+				for _, s := range p.inputStats() {
+					for _, f := range s.Files {
+						files++
+						behind = behind || f.BytesBehind > 0
+					}
+				}
+				if files == len(logs) && !behind {
+					break
+				}
+			}
+			if got := sumOf(gatherPipeline(t, p), "lines_total"); got != want {
+				t.Errorf("lines_total %v once every line was read; want %v", got, want)
+			}
+		})
 	}
 }

@@ -307,12 +307,16 @@ func readMessages(file fileInput, opts Options, claim func(dev, ino uint64) bool
 	var last string
 	n := 0 // the line's number in its file
 	st, err := follow.ReadToEnd(o, func(path string, line []byte) {
-		c.lines++
 		if path != last {
 			last, n = path, 0
 			c.files++
 		}
 		n++
+		if ci.Syslog != nil && syslog.Blank(line) {
+			// A blank datagram is a keepalive, which the input passes over: no line.
+			return
+		}
+		c.lines++
 		var lv lineValues
 		if ci.Syslog != nil {
 			// A line of a syslog input's file is a datagram: its header is stripped, as

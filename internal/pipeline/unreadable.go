@@ -80,11 +80,11 @@ func (p *Pipeline) warnUnreadable() {
 	p.lookUnreadable()
 }
 
-// reloadUnreadable is warnUnreadable for a reload, with p.mu held, before it puts its
-// generation in force: what the lines read until then made of the rules it replaces is
-// told of them, and the lines since the rules were loaded are counted anew.
+// reloadUnreadable has the lines since the rules were loaded counted anew, with p.mu held,
+// as a reload puts its generation in force: what the lines read until then made of the
+// rules it replaces was told of them before its build (lookBeforeBuild); those read
+// during the build count as the new rules'.
 func (p *Pipeline) reloadUnreadable() {
-	p.lookUnreadable()
 	for _, m := range p.unreadable {
 		m.sinceFit, m.sinceUnfit, m.told = 0, 0, false
 	}

@@ -405,7 +405,7 @@ func BenchmarkKeptCounter(b *testing.B) {
 		for i := range n {
 			feed(k, []line{{labels: labels(n + i), now: now}})
 		}
-		if all, _ := set.Rule(0).Snapshot(nil); len(all) > n+1 {
+		if all := set.Rule(0).Snapshot(nil); len(all) > n+1 {
 			b.Fatalf("%d series after a burst of new label sets, budget %d", len(all), n)
 		}
 		runtime.KeepAlive(set)

@@ -100,7 +100,7 @@ func TestScrapeChangesNothing(t *testing.T) {
 	r := set.Rule(0)
 	state := func() (map[string]bool, int64) {
 		out := map[string]bool{}
-		all, _ := r.Snapshot(nil)
+		all := r.Snapshot(nil)
 		for _, s := range all {
 			out[s.Labels()[0]] = r.Live(s, now)
 		}

@@ -88,7 +88,7 @@ type keyCheck struct {
 
 func (c keyCheck) Event(e *parser.Event) {
 	c.Sink.Event(e)
-	all, _ := c.set.Rule(e.Rule).Snapshot(nil)
+	all := c.set.Rule(e.Rule).Snapshot(nil)
 	for _, s := range all {
 		if strings.Join(s.Labels(), parser.KeySep) == string(e.Key) {
 			return

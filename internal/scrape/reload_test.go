@@ -196,7 +196,7 @@ logwindow_rule_matched_lines_total{rule="kept"} %d
 	if err := testutil.GatherAndCompare(scraped(collectorAt(fixed(final), &now)), strings.NewReader(want), "logwindow_rule_matched_lines_total"); err != nil {
 		t.Error(err)
 	}
-	if all, _ := final.Rule(0).Snapshot(nil); len(all) > budget+1 {
+	if all := final.Rule(0).Snapshot(nil); len(all) > budget+1 {
 		t.Errorf("kept rule holds %d series, budget %d plus overflow", len(all), budget)
 	}
 }
@@ -231,7 +231,7 @@ rules:
 	now := int64(start)
 	c := NewCollector(Options{Set: func() *store.Set { return cur.Load() }, Now: func() int64 { return now }, Start: start})
 	scrapeKept(t, c, nil)
-	all, _ := set.Rule(0).Snapshot(nil)
+	all := set.Rule(0).Snapshot(nil)
 	if set.Rule(0).Config().Name != "latency" || len(all) == 0 {
 		t.Fatalf("rule 0 is %s, of %d series", set.Rule(0).Config().Name, len(all))
 	}

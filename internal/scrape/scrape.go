@@ -199,11 +199,14 @@ func (c *Collector) view(set *store.Set, refs int32) *view {
 		buf := rv.series[:0]
 		*rv = ruleView{}
 		rv.now, rv.since = c.clocks(set, r)
-		all, matched := r.Snapshot(buf)
+		// The matched lines are loaded before the inputs' lines read, which are counted
+		// before them (store.NewDeferredSink): a scrape never shows more lines matched by
+		// a rule than read by its inputs.
+		rv.matched = r.Matched()
+		all := r.Snapshot(buf)
 		labels := len(r.Config().Labels)
 		kept := all[:0]
 		for _, s := range all {
-			matched += s.Lines()
 			if r.Gone(s, rv.now, active) {
 				continue
 			}
@@ -215,7 +218,7 @@ func (c *Collector) view(set *store.Set, refs int32) *view {
 			kept = append(kept, s)
 		}
 		clear(all[len(kept):]) // removed series may go
-		rv.series, rv.matched = kept, matched
+		rv.series = kept
 	}
 	return v
 }

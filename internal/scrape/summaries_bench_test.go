@@ -33,7 +33,7 @@ func BenchmarkReadSummaries(b *testing.B) {
 		for i := range set.NumRules() {
 			r := set.Rule(i)
 			b.Run(fmt.Sprintf("%s/inputs=%d", r.Config().Name, inputs), func(b *testing.B) {
-				series, _ := r.Snapshot(nil)
+				series := r.Snapshot(nil)
 				sums := r.Layout().NewSummaries()
 				var more []windows.Summary
 				for b.Loop() {

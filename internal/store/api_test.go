@@ -116,11 +116,10 @@ func read(set *store.Set, i int, now int64) view { return readAt(set, i, now, no
 // readAt is read with the processing clock at second active.
 func readAt(set *store.Set, i int, now, active int64) view {
 	r := set.Rule(i)
-	all, matched := r.Snapshot(nil)
+	matched, all := r.Matched(), r.Snapshot(nil)
 	v := view{series: map[string]series{}, held: len(all), drops: r.Drops()}
 	var stats, more []windows.Stats
 	for _, s := range all {
-		matched += s.Lines()
 		if r.Gone(s, now, active) {
 			continue
 		}

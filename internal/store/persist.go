@@ -631,5 +631,10 @@ func (st *store) install(series []*Series, counts []uint64, retired uint64) {
 		st.charge(n)
 	}
 	st.retired = retired
+	matched := retired + st.lateUnseated.Load()
+	for _, s := range st.series {
+		matched += s.lines()
+	}
+	st.matched.Store(matched)
 	st.settlePending()
 }

@@ -98,7 +98,7 @@ func encodeSet(t *testing.T, set *store.Set, ahead bool, between func()) *storag
 // quantilesOf reads the quantile sketches of every series of rule i at now.
 func quantilesOf(set *store.Set, i int, now int64) map[string][]float64 {
 	r := set.Rule(i)
-	all, _ := r.Snapshot(nil)
+	all := r.Snapshot(nil)
 	out := map[string][]float64{}
 	var more []windows.Summary
 	for _, s := range all {
@@ -643,7 +643,7 @@ func TestRestoreSkipsNonFiniteSums(t *testing.T) {
 	const spoil = 1 // the value rule without summaries
 	_, cfg, old := persisted()
 	snap := encodeSet(t, old, false, func() {})
-	all, _ := old.Rule(spoil).Snapshot(nil)
+	all := old.Rule(spoil).Snapshot(nil)
 	if len(all) == 0 {
 		t.Fatal("the value rule has no series")
 	}
@@ -676,7 +676,7 @@ func TestRestoreSkipsImpossibleMagnitude(t *testing.T) {
 	const spoil = 1 // the value rule without summaries
 	_, cfg, old := persisted()
 	snap := encodeSet(t, old, false, func() {})
-	all, _ := old.Rule(spoil).Snapshot(nil)
+	all := old.Rule(spoil).Snapshot(nil)
 	if len(all) == 0 {
 		t.Fatal("the value rule has no series")
 	}

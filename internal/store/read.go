@@ -55,11 +55,14 @@ func (r *Rule) Layout() *windows.Layout { return r.store.layout }
 // documentation): it is read at the wall second, and its rates count from Set.Oldest.
 func (r *Rule) EventTime() bool { return r.store.eventTime }
 
-// Snapshot appends the rule's series to dst and returns them with the matched lines not in
-// any (those of expired series and late lines that had no series), read together so that
-// the rule's matched-lines counter never goes back. The series are in no order; the
-// caller should clear dst after use, so that removed series may go.
-func (r *Rule) Snapshot(dst []*Series) ([]*Series, uint64) { return r.store.snapshot(dst) }
+// Snapshot appends the rule's series to dst and returns them. The series are in no order;
+// the caller should clear dst after use, so that removed series may go.
+func (r *Rule) Snapshot(dst []*Series) []*Series { return r.store.snapshot(dst) }
+
+// Matched is the rule's matched lines, those of its series and those of no series, as
+// the sinks that wrote them published them (Sink.Publish): with the lines of
+// NewDeferredSink's sinks only once their caller counted them read. It never goes back.
+func (r *Rule) Matched() uint64 { return r.store.matched.Load() }
 
 // Gone reports whether s is a kept counter at now (the rule's clock) idle past the counter
 // TTL at active (the processing clock, which activity goes by): Expire removes it, and a
@@ -133,15 +136,13 @@ func (st *store) total(s *Series) float64 {
 	return sum
 }
 
-// snapshot returns the live series and the matched lines not in them (those of expired
-// series and late lines that had no series), read together so that the rule's
-// matched-lines counter never goes back.
-func (st *store) snapshot(dst []*Series) ([]*Series, uint64) {
+// snapshot returns the series.
+func (st *store) snapshot(dst []*Series) []*Series {
 	defer st.rlock().RUnlock()
 	for _, s := range st.series {
 		dst = append(dst, s)
 	}
-	return dst, st.retired + st.lateUnseated.Load()
+	return dst
 }
 
 // live reports whether s exports windows at now: it is pinned, or has wheels that had a

@@ -43,9 +43,19 @@ type sinkState struct {
 	rules   []Rule
 	// last holds, per rule, the series of the rule's last event (see store.observe).
 	last []*Series
-	// ahead counts the events a backfill sink left out as ahead of its wall clock
-	// (LeftAhead).
-	ahead uint64
+	// counts are what the sink counts beside its events, apart: a Sink stays two cache
+	// lines.
+	counts *sinkCounts
+}
+
+// sinkCounts are a Sink's counts. matched holds, per rule, the matched lines the sink
+// wrote and did not count in the rule's matched lines yet (Publish); deferred: only
+// Publish counts them there (NewDeferredSink). ahead counts the events a backfill sink
+// left out as ahead of its wall clock (LeftAhead).
+type sinkCounts struct {
+	matched  []uint64
+	deferred bool
+	ahead    uint64
 }
 
 // NewSink returns a Sink writing to s.
@@ -67,6 +77,17 @@ func (s *Set) NewBatchSink() *Sink {
 	return k
 }
 
+// NewDeferredSink returns a batching Sink (see NewBatchSink) whose lines count in their
+// rules' matched lines (Rule.Matched) only when the caller publishes them (Publish), not
+// as they are written: a caller that counts the lines it read once their events are
+// written (Flush), and publishes after, so that no look at the counters finds more lines
+// matched by a rule than read by its inputs, nor lines read whose events it lacks.
+func (s *Set) NewDeferredSink() *Sink {
+	k := s.NewBatchSink()
+	k.counts.deferred = true
+	return k
+}
+
 // NewBackfillSink returns a Sink for a warm start: lines a file held before the exporter
 // started, read again so that event-time windows are right at once. Their events go into
 // the windows of event-time rules only: not into any `_total` or self-metric (they were
@@ -82,7 +103,8 @@ func (s *Set) NewBackfillSink() *Sink {
 func (s *Set) newSink(backfill bool) *Sink {
 	perLine := cacheLine / int(unsafe.Sizeof((*Series)(nil)))
 	last := make([]*Series, len(s.rules), (len(s.rules)+perLine-1)/perLine*perLine)
-	return &Sink{sinkState: sinkState{rules: s.rules, last: last, backfill: backfill, shard: s.nextShard()}}
+	return &Sink{sinkState: sinkState{rules: s.rules, last: last, backfill: backfill, shard: s.nextShard(),
+		counts: &sinkCounts{matched: make([]uint64, len(s.rules))}}}
 }
 
 // SetNow sets, in Unix seconds, the clocks the events that follow are placed and judged by,
@@ -108,7 +130,7 @@ func (k *Sink) Event(e *event.Event) {
 		// clock is, a log stamped ahead (local times read as UTC east of Greenwich) would
 		// have everything the fill read put into that second.
 		if e.HasTime {
-			k.ahead++
+			k.counts.ahead++
 		}
 		return
 	}
@@ -127,37 +149,60 @@ func (k *Sink) Event(e *event.Event) {
 			return
 		}
 	}
-	r := &k.rules[e.Rule]
-	w := k.writeOf(r)
+	w := k.writeOf(e.Rule)
 	w.now, w.at = now, at
-	r.store.observe(e, &w, &k.last[e.Rule])
+	k.rules[e.Rule].store.observe(e, &w, &k.last[e.Rule])
+	if !k.counts.deferred {
+		k.publish(e.Rule)
+	}
 }
 
 // LeftAhead is how many events a warm start's sink (NewBackfillSink) left out of the
 // windows because their own time was after the wall clock it was given (SetNow).
-func (k *Sink) LeftAhead() uint64 { return k.ahead }
+func (k *Sink) LeftAhead() uint64 { return k.counts.ahead }
 
 // Flush writes the events a batching sink holds (see NewBatchSink); nothing for another.
+// Their lines count in their rules' matched lines then, unless the sink defers that to
+// Publish (NewDeferredSink).
 func (k *Sink) Flush() {
 	for i := range k.pending {
 		if k.pending[i].used > 0 {
 			k.flushRule(i)
 		}
 	}
+	if !k.counts.deferred {
+		k.Publish()
+	}
+}
+
+// Publish counts the matched lines the sink wrote since it last published them in their
+// rules' matched lines (Rule.Matched); a sink that does not defer that (NewDeferredSink)
+// does so as it writes them.
+func (k *Sink) Publish() {
+	for i := range k.counts.matched {
+		k.publish(i)
+	}
+}
+
+// publish counts the matched lines of rule i the sink wrote since it last published them.
+func (k *Sink) publish(i int) {
+	if m := k.counts.matched; m[i] > 0 {
+		k.rules[i].store.matched.Add(m[i])
+		m[i] = 0
+	}
 }
 
 // flushRule writes the events held of rule i.
 func (k *Sink) flushRule(i int) {
-	r := &k.rules[i]
-	r.store.flush(&k.pending[i], k.writeOf(r), &k.last[i], k.scratch)
+	k.rules[i].store.flush(&k.pending[i], k.writeOf(i), &k.last[i], k.scratch)
 }
 
 // writeOf is what the store needs of k to write an event of rule r, but for the clocks
 // of the event's own second (see clocks). An event a batching sink holds does without it:
 // its fields, stored one by one and then copied 16 bytes at a time, made every event wait
 // for the copy's loads (which no store could forward), a tenth of the sink's time.
-func (k *Sink) writeOf(r *Rule) write {
-	return write{budget: r.budget, shard: k.shard, backfill: k.backfill, active: k.processing}
+func (k *Sink) writeOf(i int) write {
+	return write{budget: k.rules[i].budget, shard: k.shard, backfill: k.backfill, active: k.processing, matched: &k.counts.matched[i]}
 }
 
 // clocks gives the second e is judged at and the second it belongs to.

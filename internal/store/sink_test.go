@@ -35,7 +35,7 @@ func TestSinkLastSeriesRemoved(t *testing.T) {
 	// evicted series it would be in no _total.
 	r := set.Rule(0)
 	got := map[string]float64{}
-	all, _ := r.Snapshot(nil)
+	all := r.Snapshot(nil)
 	for _, s := range all {
 		if !r.Gone(s, now, now) {
 			got[s.Labels()[0]] = r.Total(s)
@@ -107,11 +107,11 @@ rules:
 	for i := range batched.NumRules() {
 		rb, rp := batched.Rule(i), plain.Rule(i)
 		want := map[string]*Series{}
-		all, _ := rp.Snapshot(nil)
+		all := rp.Snapshot(nil)
 		for _, s := range all {
 			want[s.key] = s
 		}
-		got, _ := rb.Snapshot(nil)
+		got := rb.Snapshot(nil)
 		if len(got) != len(want) {
 			t.Fatalf("rule %d: %d series batched, %d written at once", i, len(got), len(want))
 		}

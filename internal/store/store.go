@@ -122,6 +122,10 @@ type store struct {
 	// lateUnseated counts late lines of label sets that had no series: matched lines that
 	// are in no `_total` (see the package documentation).
 	lateUnseated atomic.Uint64
+	// matched counts the rule's matched lines (those its series' parts, retired and
+	// lateUnseated count) once the sinks that wrote them published them (Sink.Publish):
+	// what the rule's matched-lines self-metric says.
+	matched atomic.Uint64
 
 	// parserDrops is indexed by event.DropReason.
 	parserDrops  [event.NumDropReasons]atomic.Uint64

@@ -24,7 +24,7 @@ func TestRestoreFutureLast(t *testing.T) {
 	k := set.NewSink()
 	k.SetNow(storetest.Start, 1000)
 	k.Event(storetest.Event(0, 1000+1e9, 0, "a"))
-	all, _ := set.Rule(0).Snapshot(nil)
+	all := set.Rule(0).Snapshot(nil)
 	all[0].own.last.Store(1000 + 1e9) // as the earlier build kept it
 
 	snap := writeEarlier(t, set)
@@ -36,7 +36,7 @@ func TestRestoreFutureLast(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := restored.Rule(0)
-	all, _ = r.Snapshot(nil)
+	all = r.Snapshot(nil)
 	if len(all) != 1 {
 		t.Fatalf("%d series restored, want 1", len(all))
 	}
@@ -65,14 +65,14 @@ func TestRestoreFutureLastKeptCounter(t *testing.T) {
 	k.SetNow(1000, 1000)
 	k.Event(storetest.Event(0, 1000, 0, "a"))
 	k.Event(storetest.Event(0, 1000, 0, "b"))
-	all, _ := set.Rule(0).Snapshot(nil)
+	all := set.Rule(0).Snapshot(nil)
 	for _, s := range all {
 		if s.key == "a" {
 			s.own.last.Store(1000 + 1e9) // as the earlier build kept it
 		}
 	}
 	set.Expire(1100, 1100) // the windows of both are released, a's counter kept
-	all, _ = set.Rule(0).Snapshot(nil)
+	all = set.Rule(0).Snapshot(nil)
 	if len(all) != 2 || all[0].own.win.Load() != nil || all[1].own.win.Load() != nil {
 		t.Fatalf("%d series, want two kept counters", len(all))
 	}
@@ -105,7 +105,7 @@ func TestRestoreFutureLastKeptCounterWritten(t *testing.T) {
 	k.SetNow(1000, 1000)
 	k.Event(storetest.Event(0, 1000, 0, "a"))
 	future := time.Now().Add(200 * 365 * 24 * time.Hour).Unix()
-	all, _ := set.Rule(0).Snapshot(nil)
+	all := set.Rule(0).Snapshot(nil)
 	all[0].own.last.Store(future) // as the earlier build kept it
 	set.Expire(1100, 1100)        // its windows released, its counter kept
 	snap := writeEarlier(t, set)
@@ -118,7 +118,7 @@ func TestRestoreFutureLastKeptCounterWritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := restored.Rule(0)
-	all, _ = r.Snapshot(nil)
+	all = r.Snapshot(nil)
 	if len(all) != 1 || all[0].own.win.Load() != nil {
 		t.Fatalf("%d series restored, want a kept counter", len(all))
 	}
@@ -199,7 +199,7 @@ func TestRestoreHeldAhead(t *testing.T) {
 			if res.Processing != tc.want {
 				t.Errorf("restored processing second %d, want %d", res.Processing, tc.want)
 			}
-			all, _ := restored.Rule(0).Snapshot(nil)
+			all := restored.Rule(0).Snapshot(nil)
 			if len(all) != 1 {
 				t.Fatalf("%d series restored, want 1", len(all))
 			}
@@ -227,7 +227,7 @@ func TestRestoreCutBounds(t *testing.T) {
 	k.Event(storetest.Event(0, 1000, 0, "b"))
 	k.SetNow(1050, 1050)
 	k.Event(storetest.Event(0, 1050, 0, "c"))
-	all, _ := set.Rule(0).Snapshot(nil)
+	all := set.Rule(0).Snapshot(nil)
 	for _, s := range all {
 		if s.key == "a" {
 			s.own.last.Store(1000 + 1e9) // as an earlier build kept it
@@ -245,7 +245,7 @@ func TestRestoreCutBounds(t *testing.T) {
 	if res.Processing != 1100 {
 		t.Errorf("restored processing second %d, want the cut's 1100", res.Processing)
 	}
-	all, _ = restored.Rule(0).Snapshot(nil)
+	all = restored.Rule(0).Snapshot(nil)
 	want := map[string]int64{"a": 1100, "b": 1000, "c": 1050}
 	for _, s := range all {
 		if got := s.own.last.Load(); got != want[s.key] {
@@ -302,7 +302,7 @@ func TestRestoreCutBounds(t *testing.T) {
 				t.Fatal(err)
 			}
 			res, err := restored.Restore(snap)
-			all, _ := restored.Rule(0).Snapshot(nil)
+			all := restored.Rule(0).Snapshot(nil)
 			switch {
 			case tc.restored && err != nil:
 				t.Fatalf("refused: %v", err)

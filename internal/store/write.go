@@ -23,6 +23,9 @@ type write struct {
 	shard uint8
 	// backfill: the sink's events go into the windows only (see NewBackfillSink).
 	backfill bool
+	// matched counts, for the sink, the rule's matched lines it wrote and did not publish
+	// yet (Sink.Publish).
+	matched *uint64
 }
 
 // observe adds one event of a sink: a lookup and an Add to the sink's shard's part, under
@@ -48,6 +51,7 @@ func (st *store) observe(e *event.Event, w *write, last **Series) {
 		if !w.backfill {
 			st.lateUnseated.Add(1)
 			st.late.Add(1)
+			*w.matched++
 		}
 		return
 	}
@@ -151,6 +155,7 @@ func (st *store) create(e *event.Event, w *write, due bool) {
 		if !w.backfill {
 			st.lateUnseated.Add(1)
 			st.late.Add(1)
+			*w.matched++
 		}
 		return
 	}
@@ -269,6 +274,7 @@ func (st *store) counted(p *part, w *write, n uint64) *windows.Series {
 	// the wall's.
 	if !w.backfill {
 		p.lines.Add(n)
+		*w.matched += n
 		p.raiseLast(w.active)
 	} else {
 		p.raiseLast(w.active - ago(w.now, w.at))

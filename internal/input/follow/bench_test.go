@@ -73,7 +73,8 @@ func BenchmarkFollow(b *testing.B) {
 // BenchmarkArchiveDir is a restart's search for the olddir of 1,000 logs of one directory
 // whose files of positions were rotated into one olddir and compressed there (logrotate's
 // olddir and compress) while the exporter was down: 30 archives of each, 30,000 in all.
-// Each log's archive of its position's file is its second.
+// Each log's archive of its position's file is its second, and, as logrotate numbers them,
+// the higher an archive's number the older it is.
 func BenchmarkArchiveDir(b *testing.B) {
 	const logs, kept = 1000, 30
 	dir := b.TempDir()
@@ -91,7 +92,12 @@ func BenchmarkArchiveDir(b *testing.B) {
 			z.Reset(&gz)
 			_, _ = z.Write(numbered(i*100 + k))
 			_ = z.Close()
-			if err := os.WriteFile(filepath.Join(old, fmt.Sprintf("app-%04d.log.%d.gz", i, k)), gz.Bytes(), 0o644); err != nil {
+			name := filepath.Join(old, fmt.Sprintf("app-%04d.log.%d.gz", i, k))
+			if err := os.WriteFile(name, gz.Bytes(), 0o644); err != nil {
+				b.Fatal(err)
+			}
+			at := time.Unix(1_700_000_000, 0).Add(-time.Duration(k) * 24 * time.Hour)
+			if err := os.Chtimes(name, at, at); err != nil {
 				b.Fatal(err)
 			}
 		}

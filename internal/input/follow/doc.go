@@ -76,7 +76,12 @@
 // near zero with inotify and up to one PollInterval of writes without. The
 // truncation is detected and counted; the loss cannot be measured from here. A
 // follower resumed from positions taken before a copytruncate reads the copy from
-// the position (position.go), so that only the first kind is lost then.
+// the position (position.go), so that only the first kind is lost then. A line written
+// in part when the copy was made and finished after the truncation (a buffered writer
+// flushes in the middle of lines) is handed on as two, its head at the copy's end and its
+// rest opening the log: the log's first bytes may as well be the first line of a writer
+// that began anew, its predecessor dead in the middle of a line, which joined to that
+// line's head would be lost.
 //
 // # Why not nxadm/tail
 //

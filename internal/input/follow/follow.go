@@ -501,7 +501,7 @@ func (f *Follower) Stats() input.Stats {
 		}
 		if fi, err := t.f.Stat(); err == nil {
 			// A truncation not yet seen by the reader would give a negative lag.
-			fs.BytesBehind += max(0, fi.Size()-t.done.Load())
+			fs.BytesBehind += max(0, fi.Size()-t.done.Load()-t.held.Load())
 		}
 	}
 	f.mu.Unlock()
@@ -745,7 +745,7 @@ func (f *Follower) step(t *tracked, path string) bool {
 		if at < 0 {
 			return false
 		}
-		if t.zeros = 0; at > t.off {
+		if t.holdZeros(t.off, 0); at > t.off {
 			// The line they cut is final, as a writer's that died mid-line is; the text
 			// after them opens a line.
 			f.r.finish(t, path)
@@ -753,7 +753,9 @@ func (f *Follower) step(t *tracked, path string) bool {
 		}
 	}
 	if t.atHole() {
-		t.skipHole(size, &f.stopping)
+		if t.skipHole(size, &f.stopping); t.zeros > t.off {
+			return false
+		}
 	}
 	read, atEOF, err := f.r.pass(t, path, passBudget)
 	if read > 0 {

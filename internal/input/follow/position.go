@@ -694,14 +694,30 @@ func (f *Follower) archiveDir(dirs *listings, path string, r *resume) string {
 	if len(ps) == 0 {
 		return ""
 	}
+	// The file of a position was rotated after the others of the log (it was the log, or
+	// was read on as rotated away, at the snapshot): its archive is among the newest,
+	// whose names and times are read first, and those are opened first, the newest first,
+	// rather than a log's every archive in the order of their names (a restart did so with
+	// ten or more of each log).
+	type archive struct {
+		name  string
+		id    fileID
+		mtime time.Time
+	}
 	holds := func(dir, base string, names []os.DirEntry) bool {
-		return slices.ContainsFunc(withStem(names, base), func(a os.DirEntry) bool {
+		var archives []archive
+		for _, a := range withStem(names, base) {
 			name, gz := strings.CutSuffix(a.Name(), ".gz")
 			if !gz || !a.Type().IsRegular() || !rotatedName(base, name) {
-				return false
+				continue
 			}
-			fi, err := a.Info()
-			return err == nil && archiveOf(openListed(dir, a.Name(), idOf(fi)), ps)
+			if fi, err := a.Info(); err == nil {
+				archives = append(archives, archive{a.Name(), idOf(fi), fi.ModTime()})
+			}
+		}
+		slices.SortStableFunc(archives, func(a, b archive) int { return b.mtime.Compare(a.mtime) })
+		return slices.ContainsFunc(archives, func(a archive) bool {
+			return archiveOf(openListed(dir, a.name, a.id), ps)
 		})
 	}
 	found := ""

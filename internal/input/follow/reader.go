@@ -69,14 +69,15 @@ type tracked struct {
 	// encodingKnown says that the file's first bytes told whether it is UTF-8
 	// (lineReader.checkEncoding), and the file was warned of when it is not.
 	encodingKnown bool
-	// zeroed: NUL bytes were found where the file was positioned (start_at: end, a
-	// restart's position): space its writer preallocated and fills in, or the bytes a
-	// writer lost in a crash. NULs that end what a read finds are held back then, not
-	// read (zeros says where they were seen to end), until text is written over them
-	// (pastZeros): read as text, they would be what a fill-in rewrites, which would
-	// have the file taken as truncated and read again from its start.
-	zeroed bool
-	zeros  int64
+	// zeros: NUL bytes end the file from the offset (found where it was positioned, or
+	// ending a read) up to zeros: space its writer preallocated and fills in, or the
+	// bytes a writer lost in a crash. They are held back, not read, until text is written
+	// over them (pastZeros): read as text, they would be a line that a fill-in rewrites,
+	// which would have the file taken as truncated and read again from its start, or,
+	// past the line cap, skipped with the lines written over them. held is how many they
+	// are, which are no bytes behind (Follower.Stats).
+	zeros int64
+	held  atomic.Int64
 
 	done atomic.Int64 // offset up to which lines were handed on or skipped
 
@@ -142,8 +143,15 @@ func (t *tracked) restart() {
 	t.skipping, t.lead = false, false
 	t.tailN, t.headN = 0, 0
 	t.encodingKnown = false
-	t.zeroed, t.zeros = false, 0
+	t.holdZeros(0, 0)
 	t.done.Store(0)
+}
+
+// holdZeros notes that the NUL bytes from off up to zeros are held back (none when
+// zeros ≤ off).
+func (t *tracked) holdZeros(off, zeros int64) {
+	t.zeros = zeros
+	t.held.Store(max(0, zeros-off))
 }
 
 // positionAt makes reading start at off, as for a file followed from its end, or at the
@@ -165,13 +173,13 @@ func (t *tracked) positionAt(off int64) {
 		got = 0
 	}
 	t.headN = got
-	t.zeros = 0
+	t.holdZeros(off, 0)
 	if zerosAt(t.f, off) {
-		t.zeroed, t.zeros = true, off+minZeros
+		t.holdZeros(off, off+minZeros)
 	}
 }
 
-// minZeros is the fewest NUL bytes taken for space preallocated or lost (zeroed): fewer
+// minZeros is the fewest NUL bytes taken for space preallocated or lost (zeros): fewer
 // are text, the NULs of a character of UTF-16 or UTF-32 ("\n\x00" ends a line of
 // UTF-16LE), where a preallocation or a crash leaves blocks of them.
 const minZeros = 4
@@ -186,7 +194,7 @@ func zerosAt(file io.ReaderAt, off int64) bool {
 // textEnd is where the NUL bytes that end file, size bytes long, begin: size when its
 // last byte is no NUL, or when they are more than maxZeros (read at the start, a hostile
 // file's gigabytes would delay it). A file followed from its end is read from there, so
-// that what its writer writes over them is read (zeroed).
+// that what its writer writes over them is read (zeros).
 func textEnd(file io.ReaderAt, size int64) int64 {
 	var buf [4096]byte
 	at := size // where the NULs read back over begin
@@ -212,7 +220,7 @@ func textEnd(file io.ReaderAt, size int64) int64 {
 // maxZeros bounds the NUL bytes textEnd reads back over.
 const maxZeros = 64 << 20
 
-// pastZeros looks again at the NUL bytes held back at t's offset (zeroed), the file
+// pastZeros looks again at the NUL bytes held back at t's offset (zeros), the file
 // size long now. It returns where to read on from: t.off when text was written over
 // them (a writer filling in the space it preallocated), where text begins after them
 // when it was written there instead (they are a hole: a crashed writer's lost bytes,
@@ -227,12 +235,12 @@ func (t *tracked) pastZeros(size int64, stop *atomic.Bool) int64 {
 	if at := textAfter(t.f, t.zeros, size, stop); at < size {
 		return at
 	}
-	t.zeros = size
+	t.holdZeros(t.off, size)
 	return -1
 }
 
 // zerosToEnd reports whether nothing but NUL bytes follows off in t's file, up to its
-// end: the NULs that end a read that filled the buffer are held back (zeroed) only then.
+// end: the NULs that end a read that filled the buffer are held back (zeros) only then.
 // Text after them, already written, makes them a line's own, read with it: not the end of
 // a line its writer cut, nor space it has yet to fill in.
 func (t *tracked) zerosToEnd(off int64, stop *atomic.Bool) bool {
@@ -253,9 +261,14 @@ func (t *tracked) atHole() bool {
 // its own offset. Read as text, they would open the first line written after the
 // truncation, which they would make too long or unmatched. The file system is asked
 // where data begins (SEEK_DATA), so that a hole of gigabytes is not read; where it cannot
-// tell, the NULs are read. stop says to give up.
+// tell, the NULs are read. NULs up to the file's end are no hole yet but held back
+// (zeros), as space preallocated may be filled in from where they begin. stop says to
+// give up.
 func (t *tracked) skipHole(size int64, stop *atomic.Bool) {
-	if off := textAfter(t.f, t.off, size, stop); off != t.off {
+	switch off := textAfter(t.f, t.off, size, stop); {
+	case off >= size && !stop.Load():
+		t.holdZeros(t.off, off)
+	case off != t.off:
 		t.positionAt(off)
 	}
 }
@@ -380,10 +393,10 @@ func (r *lineReader) pass(t *tracked, path string, budget int64) (read int64, at
 		} else {
 			n, err = t.f.ReadAt(buf[end:], t.off)
 		}
-		if t.zeroed && n > 0 && buf[end+n-1] == 0 {
+		if n > 0 && buf[end+n-1] == 0 {
 			if k := n - len(bytes.TrimRight(buf[end:end+n], "\x00")); k >= minZeros && (err != nil || t.zerosToEnd(t.off+int64(n), r.stop)) {
 				n -= k
-				t.zeros = t.off + int64(n+k)
+				t.holdZeros(t.off+int64(n), t.off+int64(n+k))
 				err = io.EOF // what follows them is for pastZeros to tell
 			}
 		}

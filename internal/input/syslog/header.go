@@ -61,11 +61,12 @@ func trimNewline(b []byte) []byte {
 	return bytes.TrimSuffix(b, []byte("\r"))
 }
 
-// blank reports whether a datagram carries no line: it has no bytes, or only spaces, tabs,
+// Blank reports whether a datagram carries no line: it has no bytes, or only spaces, tabs,
 // line ends and NULs. rsyslog passes over an empty datagram, and senders send such ones
 // to keep a connection or a NAT mapping alive; taken whole as a line, each would be a
-// malformed datagram and an unmatched line.
-func blank(datagram []byte) bool {
+// malformed datagram and an unmatched line. The input passes over them, and so do the
+// one-shots reading a file as its datagrams.
+func Blank(datagram []byte) bool {
 	for _, c := range datagram {
 		switch c {
 		case ' ', '\t', '\r', '\n', 0:

@@ -301,7 +301,7 @@ func (l *Listener) read(c net.PacketConn) {
 			l.tooLong.Add(1)
 			continue
 		}
-		if blank(buf[:n]) {
+		if Blank(buf[:n]) {
 			continue
 		}
 		if l.queued.Load()+int64(n) > queueBytes {

@@ -1,0 +1,71 @@
+package follow
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/logwindow/logwindow_exporter/internal/testutil/testclock"
+)
+
+// TestHalfLineAcrossCopyTruncate: a line written in part before logrotate's copytruncate
+// copies the log, and its rest after the truncation (its writer wrote it in two writes, or
+// a buffered writer flushed in the middle of it), with a glob that matches the copy. The
+// line is handed on as two: its head, at the copy's end (read from the log before the
+// copy, handed on at the truncation; else read from the copy, handed on once the copy
+// leaves the glob), and its rest, opening the log. Nothing else is lost or read twice.
+// Whether the bytes opening the log are a line's rest or a line of a writer that began
+// anew (its predecessor cut, dead in the middle of a line) cannot be told from them.
+func TestHalfLineAcrossCopyTruncate(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		// seen: the reader read the line's head before the copy.
+		seen bool
+	}{
+		{name: "head read before the copy", seen: true},
+		{name: "head not read before the copy"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			log := filepath.Join(dir, "access.log")
+			w := create(t, log)
+			col := newCollector()
+			clock := testclock.New(time.Unix(1_700_000_000, 0))
+			o := Options{Path: filepath.Join(dir, "access.log*"), FromBeginning: true, noNotify: true, now: clock.Now, RotationGrace: time.Minute, Logger: testLogger(t)}
+			f := discovered(t, o, col.handle)
+			writeLines(t, w, 1, 10)
+			line := numbered(11)
+			if _, err := w.Write(line[:40]); err != nil {
+				t.Fatal(err)
+			}
+			if c.seen {
+				settle(f, clock)
+			}
+			copyFile(t, log, log+".1")
+			if err := os.Truncate(log, 0); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := w.Write(line[40:]); err != nil {
+				t.Fatal(err)
+			}
+			writeLines(t, w, 12, 20)
+			f.discover(false)
+			settle(f, clock)
+			// The copy goes, as logrotate's rotate count has it go.
+			if err := os.Remove(log + ".1"); err != nil {
+				t.Fatal(err)
+			}
+			f.discover(false)
+			settle(f, clock)
+			if lost, dup, _ := col.tally(span{1, 10}, span{12, 20}); lost+dup != 0 {
+				t.Errorf("lost %d, duplicated %d", lost, dup)
+			}
+			want := []string{string(line[:40]), string(line[40 : len(line)-1])}
+			if got := slices.Sorted(slices.Values(col.malformed)); !slices.Equal(got, want) {
+				t.Errorf("malformed %q, want %q", got, want)
+			}
+		})
+	}
+}
