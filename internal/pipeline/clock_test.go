@@ -317,6 +317,12 @@ func TestClockWallNotBefore(t *testing.T) {
 		{"set right to the course", time.Hour, []reading{{10 * time.Second, time.Hour, 10 * time.Second}, {time.Second, 0, 11 * time.Second}}},
 		{"set right partly", time.Hour, []reading{{10 * time.Second, 30 * time.Minute, 10 * time.Second}, {wallStepHold, 0, -30*time.Minute + 10*time.Second + wallStepHold}}},
 		{"never set right", time.Hour, []reading{{10 * time.Second, 0, 10 * time.Second}, {wallStepHold, 0, -time.Hour + 10*time.Second + wallStepHold}, {time.Second, 0, -time.Hour + 11*time.Second + wallStepHold}}},
+		// A snapshot written by a clock 20 years ahead, read by the right one: held a
+		// minute, no longer.
+		{"a snapshot of a clock years ahead", 20 * 365 * 24 * time.Hour, []reading{{wallStepHold, 0, -20*365*24*time.Hour + wallStepHold}}},
+		// Taken as a step that stayed, it is behind no more: a step ahead after it is
+		// held as any (the hold's minute of a clock that flaps), not taken at once.
+		{"never set right, then a step ahead", time.Hour, []reading{{10 * time.Second, 0, 10 * time.Second}, {wallStepHold, 0, -time.Hour + 10*time.Second + wallStepHold}, {time.Second, time.Hour, -time.Hour + 11*time.Second + wallStepHold}}},
 		{"not behind", 0, []reading{{10 * time.Second, 0, 10 * time.Second}}},
 	}
 	for _, c := range cases {

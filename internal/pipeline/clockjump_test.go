@@ -8,14 +8,27 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logwindow/logwindow_exporter/internal/testutil/await"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/syncbuf"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/testclock"
 )
 
-// startTimed starts a pipeline, on o's clocks, with one event-time rule, timed, and the
-// given windows (YAML's list), on a log of its own. Its lines appends five lines stamped
-// at to the log and returns once timed_total is total.
+// startTimed starts a pipeline, on o's clocks, on timedLog's rules of windows. Its lines
+// appends five lines stamped at to the log and returns once timed_total is total.
 func startTimed(t *testing.T, windows string, out *syncbuf.Buffer, o Options) (*Pipeline, func(at time.Time, total float64)) {
+	t.Helper()
+	rules, lines := timedLog(t, windows)
+	p := startStoredOn(t, rules, t.TempDir(), out, o)
+	return p, func(at time.Time, total float64) {
+		t.Helper()
+		lines(p, at, total)
+	}
+}
+
+// timedLog returns the rules of one event-time rule, timed, with the given windows (YAML's
+// list), on a log of its own, and a function that appends five lines stamped at to the
+// log and returns once p's timed_total is total.
+func timedLog(t *testing.T, windows string) (string, func(p *Pipeline, at time.Time, total float64)) {
 	t.Helper()
 	rules := `
 global: {windows: WINDOWS}
@@ -29,8 +42,7 @@ rules:
 	if err := os.WriteFile(log, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p := startStoredOn(t, strings.NewReplacer("WINDOWS", windows, "LOG", log).Replace(rules), t.TempDir(), out, o)
-	lines := func(at time.Time, total float64) {
+	return strings.NewReplacer("WINDOWS", windows, "LOG", log).Replace(rules), func(p *Pipeline, at time.Time, total float64) {
 		t.Helper()
 		f, err := os.OpenFile(log, os.O_APPEND|os.O_WRONLY, 0o644)
 		if err != nil {
@@ -42,15 +54,10 @@ rules:
 		if err := f.Close(); err != nil {
 			t.Fatal(err)
 		}
-		deadline := time.Now().Add(20 * time.Second)
-		for gatherPipeline(t, p)[`timed_total{}`] != total {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed_total not %v", total)
-			}
-			time.Sleep(10 * time.Millisecond)
+		if !await.Until(t, func() bool { return gatherPipeline(t, p)[`timed_total{}`] == total }) {
+			t.Fatalf("timed_total not %v", total)
 		}
 	}
-	return p, lines
 }
 
 // TestEventTimeClockAheadAndBack: the host's wall clock is set half an hour ahead and
@@ -141,39 +148,8 @@ func TestEventTimeWallStep(t *testing.T) {
 // the step that sets it right taken at once: the snapshot's lines are in the windows,
 // counted once, and those after the step in the 1m window at once.
 func TestEventTimeBootBehindSnapshot(t *testing.T) {
-	rules := `
-global: {windows: [1m, 5m, 1h]}
-inputs: [{name: web, path: 'LOG', start_at: end}]
-rules:
-  - name: timed
-    match: 'ts=(?P<ts>\S+) n='
-    timestamp: {capture: ts, layout: '2006-01-02T15:04:05Z07:00'}
-`
-	dir, log := t.TempDir(), filepath.Join(t.TempDir(), "access.log")
-	if err := os.WriteFile(log, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	rules = strings.ReplaceAll(rules, "LOG", log)
-	lines := func(p *Pipeline, at time.Time, total float64) {
-		t.Helper()
-		f, err := os.OpenFile(log, os.O_APPEND|os.O_WRONLY, 0o644)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for n := range 5 {
-			fmt.Fprintf(f, "ts=%s n=%d\n", at.Format(time.RFC3339), n)
-		}
-		if err := f.Close(); err != nil {
-			t.Fatal(err)
-		}
-		deadline := time.Now().Add(20 * time.Second)
-		for gatherPipeline(t, p)[`timed_total{}`] != total {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed_total not %v", total)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
+	rules, lines := timedLog(t, "[1m, 5m, 1h]")
+	dir := t.TempDir()
 	t0 := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
 	var out syncbuf.Buffer
 	mono, wall := testclock.New(t0), testclock.New(t0)

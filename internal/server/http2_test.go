@@ -1,6 +1,8 @@
 package server
 
 import (
+	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -8,10 +10,14 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
+	"runtime"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/logwindow/logwindow_exporter/internal/testutil/await"
 )
 
 // gatedListener keeps the connections it accepts, whose reads and writes a test may hold.
@@ -219,4 +225,116 @@ func TestConnLimiterDrainingBounded(t *testing.T) {
 				away, a.closed.Load(), b.closed.Load(), c.closed.Load())
 		}
 	})
+}
+
+// TestHTTP2ServersEnd: each HTTP/2 connection is served by an http.Server of its own
+// (serveHTTP2), which must end with its connection, and the server's Shutdown must reach
+// every one: a connection that was served (a request answered) or not (its SETTINGS
+// alone) is sent a GOAWAY, closed, and Shutdown returns. Without the GOAWAY the server's
+// Shutdown waited for each to end by its client (net/http takes a connection handed to
+// TLSNextProto for one active to the end). Before that, many connections opened and
+// closed by their clients must leave no server and no goroutine behind.
+func TestHTTP2ServersEnd(t *testing.T) {
+	o := Options{Logger: slog.New(slog.DiscardHandler)}
+	o.conns = newConnLimiter(1000, time.Second, o.Logger)
+	ts := newH2Server(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, "ok")
+	}), o)
+	addr := ts.Listener.Addr().String()
+	// request sends one GET on c, stream id, and reads frames to its reply's end.
+	request := func(c net.Conn, id uint32) error {
+		// HPACK, static table: :method GET, :scheme https, :path /; :authority x.
+		if err := h2Frame(c, 0x1, 0x5, id, []byte{0x82, 0x87, 0x84, 0x41, 0x01, 'x'}); err != nil {
+			return err
+		}
+		return h2ReadFrames(c, func(typ, flags byte, sid uint32, _ []byte) bool {
+			return sid == id && typ == 0x0 && flags&0x1 != 0
+		})
+	}
+	served := func() int {
+		o.conns.mu.Lock()
+		defer o.conns.mu.Unlock()
+		return len(o.conns.goAway)
+	}
+	before := runtime.NumGoroutine()
+	for i := range 200 {
+		c := dialH2(t, addr, nil)
+		if i%2 == 0 {
+			if err := request(c, 1); err != nil {
+				t.Fatalf("connection %d: %v", i, err)
+			}
+		}
+		_ = c.Close()
+	}
+	if !await.Until(t, func() bool { return served() == 0 && runtime.NumGoroutine() <= before }) {
+		t.Fatalf("200 HTTP/2 connections closed by their clients: %d still served, %d goroutines, %d before", served(), runtime.NumGoroutine(), before)
+	}
+
+	open := make([]*tls.Conn, 4)
+	for i := range open {
+		open[i] = dialH2(t, addr, nil)
+		if i%2 == 0 {
+			if err := request(open[i], 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	await.Until(t, func() bool { return served() == len(open) })
+	shut := make(chan error, 1)
+	go func() { shut <- ts.Config.Shutdown(context.Background()) }()
+	for i, c := range open {
+		if err := h2Await(c, 0x7); err != nil {
+			t.Errorf("connection %d at the server's Shutdown: no GOAWAY: %v", i, err)
+		}
+		if _, err := io.Copy(io.Discard, c); err != nil {
+			t.Errorf("connection %d after its GOAWAY: %v, want it closed by the server", i, err)
+		}
+		_ = c.Close() // failed, so that Shutdown returns
+	}
+	if err := <-shut; err != nil {
+		t.Errorf("Shutdown: %v", err)
+	}
+	if n := served(); n != 0 {
+		t.Errorf("after Shutdown, %d HTTP/2 connections still served", n)
+	}
+}
+
+// TestHTTP2ServerSettings: the http.Server that serves an HTTP/2 connection (serveHTTP2)
+// has every setting of the server's own, the timeouts first: one left out would have the
+// exporter's HTTP/2 connections go by net/http's default (none) where its HTTP/1.1
+// ones go by --web.read-timeout and the others. Those it sets apart are listed, why
+// with each.
+func TestHTTP2ServerSettings(t *testing.T) {
+	apart := map[string]string{
+		"Handler":      "the server's own, which net/http hands TLSNextProto",
+		"TLSConfig":    "the connection's handshake is done",
+		"TLSNextProto": "net/http's HTTP/2 server, of one's own",
+		"ConnState":    "the server's, but for StateNew, which it told already",
+		"BaseContext":  "the connection's context, of the server's ConnContext",
+		"ConnContext":  "the server's ran for the connection already",
+	}
+	o := Options{Logger: slog.New(slog.DiscardHandler), ReadTimeout: 7 * time.Second, WriteTimeout: 11 * time.Second, IdleTimeout: 13 * time.Second}
+	o.conns = newConnLimiter(10, time.Second, o.Logger)
+	got := make(chan *http.Server, 1)
+	ts := newH2Server(t, http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		got <- r.Context().Value(http.ServerContextKey).(*http.Server)
+	}), o)
+	resp, err := ts.Client().Get(ts.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	one, hs := reflect.ValueOf(<-got).Elem(), reflect.ValueOf(ts.Config).Elem()
+	if one.Addr().Interface() == ts.Config {
+		t.Fatal("the HTTP/2 connection was served by the server itself")
+	}
+	for i := range hs.NumField() {
+		f := hs.Type().Field(i)
+		if _, ok := apart[f.Name]; ok || !f.IsExported() {
+			continue
+		}
+		if !reflect.DeepEqual(one.Field(i).Interface(), hs.Field(i).Interface()) {
+			t.Errorf("the HTTP/2 connection's server: %s %v, the server's %v", f.Name, one.Field(i).Interface(), hs.Field(i).Interface())
+		}
+	}
 }

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -603,102 +602,59 @@ func placeHeld() (l *scrapeLimiter, start time.Time, short http.Handler, release
 // were last given or refused a place, those that left for a second or two: a crowd of
 // more addresses, each sending its next scrape soon after one is answered, had those
 // past the 4096 forgotten, come back as a Prometheus does (given none lately), and of
-// those the one waiting longest, the Prometheus, was put out. Here 5000 loopback
-// addresses (127.2.x.y) scrape, one request per connection, 64 at a time, each address
-// again as its turn comes round, beside a scrape that holds one place of two, and a
-// scraper of another address scrapes three times, each once every address of the crowd
-// scraped since its last: each of its scrapes must be served (every one got 503).
+// those the one waiting longest, the Prometheus, was put out. Here 5000 addresses
+// scrape, 64 at a time, each address again as its turn comes round, beside a scrape
+// that holds one place of two, and a scraper of another address scrapes three times,
+// each once every address of the crowd scraped twice since its last: each of its
+// scrapes must be served (every one got 503). The addresses are keyed as over sockets
+// (TestScrapeLimiterCrowdOverSockets): in a synctest bubble, the 30,000 scrapes take
+// no wall-clock time of their own.
 func TestScrapeLimiterCrowdPastRemembered(t *testing.T) {
-	if testing.Short() {
-		t.Skip("5000 addresses")
-	}
-	const crowd, workers = 5000, 64
-	l := newScrapeLimiter(2, time.Second, 2*time.Second, slog.New(slog.DiscardHandler))
-	hold := make(chan struct{})
-	ts := httptest.NewServer(l.handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Query().Has("hold") {
-			<-hold
-		} else {
-			time.Sleep(5 * time.Millisecond)
-		}
-		_, _ = w.Write([]byte("metrics\n"))
-	})))
-	defer ts.Close()
-	// scrape sends one request from ip on a connection of its own and returns its status.
-	scrape := func(ip net.IP, query string) (int, error) {
-		dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: ip}, Timeout: 10 * time.Second}
-		c, err := dialer.Dial("tcp", ts.Listener.Addr().String())
-		if err != nil {
-			return 0, err
-		}
-		// Closed with a reset: closed first by the client, thousands of connections a
-		// second would each keep their port in TIME_WAIT for a minute, where the tests
-		// after this one listen on ports of their own.
-		_ = c.(*net.TCPConn).SetLinger(0)
-		defer c.Close()
-		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-		if _, err := fmt.Fprintf(c, "GET /metrics%s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", query); err != nil {
-			return 0, err
-		}
-		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-		if err != nil {
-			return 0, err
-		}
-		defer resp.Body.Close()
-		_, err = io.Copy(io.Discard, resp.Body)
-		return resp.StatusCode, err
-	}
-	held := make(chan struct{})
-	go func() {
-		defer close(held)
-		_, _ = scrape(net.IPv4(127, 1, 0, 250), "?hold")
-	}()
-	var next, answered, refused atomic.Int64
-	stopCrowd := crowdOf(workers, func(int) int {
-		i := next.Add(1) % crowd
-		code, err := scrape(net.IPv4(127, 2, byte(i/250), byte(i%250+1)), "")
-		if err == nil {
-			answered.Add(1)
-			if code == http.StatusServiceUnavailable {
+	synctest.Test(t, func(t *testing.T) {
+		const crowd, workers = 5000, 64
+		l, start, short, release := placeHeld()
+		addr := func(i int64) string { return fmt.Sprintf("127.2.%d.%d:40000", i/250, i%250+1) }
+		var next, refused atomic.Int64
+		stopCrowd := crowdOf(workers, func(int) int {
+			r := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+			r.RemoteAddr = addr(next.Add(1) % crowd)
+			w := httptest.NewRecorder()
+			short.ServeHTTP(w, r)
+			if w.Code == http.StatusServiceUnavailable {
 				refused.Add(1)
 			}
+			return w.Code
+		})
+		// Its address is one the crowd's do not cover every slot of in the limiter's
+		// table (placedTable), as about 99 in 100 are against 5000 addresses: it would
+		// be told the place of one of theirs.
+		covered := map[uint16]bool{}
+		for i := range int64(crowd) {
+			for _, slot := range l.placed.index(client(addr(i))) {
+				covered[slot] = true
+			}
 		}
-		return code
+		var scraper string
+		for b := 1; scraper == ""; b++ {
+			slots := l.placed.index(fmt.Sprintf("127.1.1.%d", b))
+			if slices.ContainsFunc(slots[:], func(slot uint16) bool { return !covered[slot] }) {
+				scraper = fmt.Sprintf("127.1.1.%d:50000", b)
+			}
+		}
+		mark := int64(0)
+		for i := range 3 {
+			for next.Load() < mark+2*crowd {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if got := <-serveFrom(l, start, httptest.NewRecorder(), nil, "/metrics", scraper); got.code != http.StatusOK {
+				t.Errorf("the scraper's scrape %d beside a crowd of %d addresses: HTTP %d, want 200", i, crowd, got.code)
+			}
+			mark = next.Load()
+		}
+		stopCrowd()
+		release()
+		t.Logf("the crowd's scrapes: %d, %d of them 503", next.Load(), refused.Load())
 	})
-	// The scraper scrapes each time every address of the crowd scraped twice since its
-	// last, or the start: less often than any of them, as a Prometheus scrapes beside a
-	// crowd that sends its scrapes as fast as they are answered.
-	// Its address is one the crowd's do not cover every slot of in the limiter's table
-	// (placedTable), as about 99 in 100 are against 5000 addresses: it would be told the
-	// place of one of theirs.
-	covered := map[uint16]bool{}
-	for i := range crowd {
-		for _, slot := range l.placed.index(fmt.Sprintf("127.2.%d.%d", i/250, i%250+1)) {
-			covered[slot] = true
-		}
-	}
-	var scraper net.IP
-	for b := 1; scraper == nil; b++ {
-		ip := net.IPv4(127, 1, 1, byte(b))
-		slots := l.placed.index(ip.String())
-		if slices.ContainsFunc(slots[:], func(slot uint16) bool { return !covered[slot] }) {
-			scraper = ip
-		}
-	}
-	mark := int64(0)
-	for i := range 3 {
-		for next.Load() < mark+2*crowd {
-			time.Sleep(10 * time.Millisecond)
-		}
-		if code, err := scrape(scraper, ""); code != http.StatusOK {
-			t.Errorf("the scraper's scrape %d beside a crowd of %d addresses: HTTP %d, %v, want 200", i, crowd, code, err)
-		}
-		mark = next.Load()
-	}
-	stopCrowd()
-	close(hold)
-	<-held
-	t.Logf("the crowd's scrapes: %d answered, %d of them 503", answered.Load(), refused.Load())
 }
 
 // TestScrapeLimiterCrowdOverSockets is TestScrapeLimiterCrowdOfAddresses over real

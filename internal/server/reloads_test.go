@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/common/promslog"
 
 	"github.com/logwindow/logwindow_exporter/internal/pipeline"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/await"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/syncbuf"
 )
 
@@ -229,9 +230,14 @@ func TestReloadWaiterLeaves(t *testing.T) {
 	}
 	post() // runs the next, once the first ends
 	post().Close()
-	select {
-	case <-gone:
-	case <-time.After(5 * time.Second):
+	if !await.Until(t, func() bool {
+		select {
+		case <-gone:
+			return true
+		default:
+			return false
+		}
+	}) {
 		t.Fatal("the connection of a POST /-/reload whose client went away is held while the reload it waits for runs")
 	}
 }
