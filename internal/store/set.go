@@ -67,7 +67,7 @@ type Rule struct {
 //
 // prev may be nil. prev stays usable and unchanged: writers still holding its sinks keep
 // writing to the stores both Sets share, and only rules that changed or were removed lose
-// those in-flight lines. A Set that is built but never put in use changes nothing.
+// those in-flight lines. A Set that fails to build changes nothing.
 func NewSetWith(cfg *config.Config, prev *Set, opts SetOptions) (*Set, error) {
 	inherit := map[string]*store{}
 	oldest := new(atomic.Int64)
@@ -119,7 +119,9 @@ func NewSetWith(cfg *config.Config, prev *Set, opts SetOptions) (*Set, error) {
 	}
 	mem.used.Add(built.used.Load())
 	// The stores of prev that s does not take over are gone once s is in use (a Set that
-	// fails or is never used is the caller's to drop; the pipeline uses every Set it builds).
+	// fails or is never used is the caller's to drop). The pipeline puts in use every Set
+	// it builds but one whose reload a Stop overtook (it builds outside the lock Stop
+	// takes), after which nothing is written or charged but the final snapshot's reading.
 	for _, st := range inherit {
 		st.drop()
 	}

@@ -140,3 +140,47 @@ rules:
 		}
 	}
 }
+
+// TestSinkMatchedPublished: a sink counts the lines it writes in their rules' matched
+// lines as it writes them (NewSink), as it flushes them (NewBatchSink), or only once its
+// caller publishes them (NewDeferredSink), which the pipeline does after the lines count
+// as read: counted at the flush, a scrape in between showed more lines matched than read.
+func TestSinkMatchedPublished(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		sink func(*Set) *Sink
+		// The matched lines of the two rules after the events, after Flush, after Publish.
+		written, flushed, published [2]uint64
+	}{
+		{"sink", (*Set).NewSink, [2]uint64{3, 1}, [2]uint64{3, 1}, [2]uint64{3, 1}},
+		{"batching", (*Set).NewBatchSink, [2]uint64{}, [2]uint64{3, 1}, [2]uint64{3, 1}},
+		{"deferred", (*Set).NewDeferredSink, [2]uint64{}, [2]uint64{}, [2]uint64{3, 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			set := storetest.Must(NewSetWith(storetest.Config(100,
+				storetest.CountRule("a", storetest.DefaultWindows, "status"),
+				storetest.CountRule("b", storetest.DefaultWindows, "status")), nil, SetOptions{}))
+			k := tc.sink(set)
+			k.SetNow(start, start)
+			for _, e := range []*event.Event{
+				storetest.Event(0, 0, 0, "200"), storetest.Event(0, 0, 0, "200"),
+				storetest.Event(1, 0, 0, "500"), storetest.Event(0, 0, 0, "404"),
+			} {
+				k.Event(e)
+			}
+			check := func(when string, want [2]uint64) {
+				t.Helper()
+				if got := [2]uint64{set.Rule(0).Matched(), set.Rule(1).Matched()}; got != want {
+					t.Errorf("%s: matched %v, want %v", when, got, want)
+				}
+			}
+			check("written", tc.written)
+			k.Flush()
+			check("flushed", tc.flushed)
+			k.Publish()
+			check("published", tc.published)
+			k.Publish() // nothing twice
+			check("published again", tc.published)
+		})
+	}
+}
