@@ -352,6 +352,10 @@ type lineReader struct {
 	// Options.Text.
 	log  *slog.Logger
 	text func(head []byte) ([]byte, bool)
+	// before is where readChecked reads the bytes before the offset: the reader's, as
+	// one declared in readChecked went to the heap (a syscall's iovec holds it), a KiB
+	// allocated and faulted in at every read.
+	before [tailLen]byte
 }
 
 // newLineReader reads lines as o (normalized) says.
@@ -394,7 +398,7 @@ func (r *lineReader) pass(t *tracked, path string, budget int64) (read int64, at
 			// The lines handed on since the check before the pass may have taken long (a
 			// slow handler): a file truncated and refilled past the offset meanwhile
 			// would be read on from the middle of what was written anew.
-			if n, err = t.readChecked(buf[end:]); errors.Is(err, errRewritten) {
+			if n, err = t.readChecked(buf[end:], &r.before); errors.Is(err, errRewritten) {
 				return read, false, err
 			}
 		} else {
@@ -441,8 +445,8 @@ func (r *lineReader) pass(t *tracked, path string, budget int64) (read int64, at
 // syscall of its own (a pread each was 0.2-0.8% of a catch-up's CPU). A rewrite is
 // seen as by rewritten, unless it falls within that one syscall, after its read of the
 // tail: as one between rewritten's check and a pass's first read is not.
-func (t *tracked) readChecked(p []byte) (int, error) {
-	var before [tailLen]byte
+// before is the caller's room for the bytes read before the offset.
+func (t *tracked) readChecked(p []byte, before *[tailLen]byte) (int, error) {
 	k := t.tailN
 	rc, err := t.f.SyscallConn()
 	if err != nil {

@@ -50,3 +50,34 @@ func TestRefilledWithinPass(t *testing.T) {
 		})
 	}
 }
+
+// TestReadCheckedAllocatesNothing: a checked read, made at every read of a pass but its
+// first, allocates nothing. The bytes before the offset it reads were once read into an
+// array of its own, which the syscall's iovec sent to the heap: a KiB allocated, and
+// faulted in fresh, per read of a catch-up.
+func TestReadCheckedAllocatesNothing(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "app.log")
+	writeLines(t, create(t, log), 1, 200)
+	file, err := os.Open(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	tr := &tracked{f: file, path: log}
+	buf := make([]byte, 4096)
+	n, err := file.ReadAt(buf, 0)
+	if err != nil || n != len(buf) {
+		t.Fatalf("read %d bytes: %v", n, err)
+	}
+	tr.noteRead(buf)
+	tr.off = int64(n)
+	var before [tailLen]byte
+	allocs := testing.AllocsPerRun(100, func() {
+		if got, err := tr.readChecked(buf, &before); got != len(buf) || err != nil {
+			t.Fatalf("readChecked: %d bytes, %v", got, err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("a checked read allocates %v times, want none", allocs)
+	}
+}
