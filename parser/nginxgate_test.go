@@ -35,21 +35,11 @@ func TestRequestCheckGate(t *testing.T) {
 		{"408", "POST /a", "", "", ""},
 	}
 	for _, f := range formats {
-		c, err := config.Parse([]byte(fmt.Sprintf("inputs: [{name: web, path: /a, log_format: %s, log_format_escape: %s}]\nrules:\n"+
-			"  - name: r\n    labels: {m: '${request_method}', t: '${request_uri}', p: '${server_protocol}'}\n",
-			strconv.Quote(f.format), f.escape)), "gate.yaml")
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, m := range matchers {
-			p, err := build(c.Rules, m.engine)
-			if err != nil {
-				t.Fatal(err)
-			}
+		eachNginxRequestParser(t, f.format, f.escape, "m: '${request_method}', t: '${request_uri}', p: '${server_protocol}'", "gate.yaml", func(matcher string, p *Parser, r *config.Rule) {
 			for _, l := range lines {
-				t.Run(f.name+"/"+m.name+"/"+l.status+" "+l.request, func(t *testing.T) {
+				t.Run(f.name+"/"+matcher+"/"+l.status+" "+l.request, func(t *testing.T) {
 					text := strings.NewReplacer("{S}", l.status, "{R}", l.request).Replace(f.line)
-					got := parsedLabels(p, c.Rules[0], text)
+					got := parsedLabels(p, r, text)
 					want := map[string]string{"m": l.m, "t": l.t, "p": l.p}
 					for k, w := range want {
 						if got[k] != w {
@@ -58,6 +48,25 @@ func TestRequestCheckGate(t *testing.T) {
 					}
 				})
 			}
+		})
+	}
+}
+
+// eachNginxRequestParser hands each, for every matcher, a parser of one rule, r, with
+// the labels given (the request's parts, as nginx's variables name them) read from an
+// input logged in format: the nginx tests read the same lines by every engine.
+func eachNginxRequestParser(t *testing.T, format, escape, labels, file string, each func(matcher string, p *Parser, r *config.Rule)) {
+	t.Helper()
+	c, err := config.Parse([]byte(fmt.Sprintf("inputs: [{name: web, path: /a, log_format: %s, log_format_escape: %s}]\nrules:\n"+
+		"  - name: r\n    labels: {%s}\n", strconv.Quote(format), escape, labels)), file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range matchers {
+		p, err := build(c.Rules, m.engine)
+		if err != nil {
+			t.Fatal(err)
 		}
+		each(m.name, p, c.Rules[0])
 	}
 }

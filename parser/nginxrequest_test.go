@@ -14,7 +14,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -279,17 +278,7 @@ func TestRequestLinesNginx(t *testing.T) {
 	counts := map[string]int{}
 	for _, rd := range readings {
 		t.Run(rd.name, func(t *testing.T) {
-			c, err := config.Parse([]byte(fmt.Sprintf("inputs: [{name: web, path: /a, log_format: %s, log_format_escape: %s}]\nrules:\n"+
-				"  - name: r\n    labels: {m: '${request_method}', t: '${request_uri}', u: '${uri}', p: '${server_protocol}'}\n",
-				strconv.Quote(rd.format), rd.escape)), "requests.yaml")
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, m := range matchers {
-				p, err := build(c.Rules, m.engine)
-				if err != nil {
-					t.Fatal(err)
-				}
+			eachNginxRequestParser(t, rd.format, rd.escape, "m: '${request_method}', t: '${request_uri}', u: '${uri}', p: '${server_protocol}'", "requests.yaml", func(matcher string, p *Parser, r *config.Rule) {
 				for i, l := range logged {
 					if sent := cases[i]; l.request != sent && !(l.status == "414" && strings.HasPrefix(sent, l.request)) {
 						t.Fatalf("%s line %d: nginx logged the request %q, the case is %q: rewrite it (-update-nginx)", golden, i+1, l.request, sent)
@@ -298,11 +287,11 @@ func TestRequestLinesNginx(t *testing.T) {
 						continue
 					}
 					text := rd.line(l)
-					got := parsedLabels(p, c.Rules[0], text)
+					got := parsedLabels(p, r, text)
 					if got == nil {
-						t.Fatalf("%s: %q does not fit %q", m.name, text, rd.format)
+						t.Fatalf("%s: %q does not fit %q", matcher, text, rd.format)
 					}
-					where := fmt.Sprintf("%s: %q (nginx: %s)", m.name, l.request, l.status)
+					where := fmt.Sprintf("%s: %q (nginx: %s)", matcher, l.request, l.status)
 					want := map[string]string{"m": validLabel(l.method), "t": validLabel(l.requestURI), "p": validLabel(l.proto)}
 					for k, w := range want {
 						// nginx writes a method "-" as it writes none.
@@ -318,11 +307,11 @@ func TestRequestLinesNginx(t *testing.T) {
 					if got["u"] != validLabel(l.uri) && !(normalised && got["u"] == validLabel(path)) {
 						t.Errorf("%s: uri = %q, nginx's $uri %q ($request_uri %q)", where, got["u"], l.uri, l.requestURI)
 					}
-					if m.name == matchers[0].name {
+					if matcher == matchers[0].name {
 						counts[rd.name+" "+l.status+map[bool]string{true: " read", false: " refused"}[got["m"] != ""]]++
 					}
 				}
-			}
+			})
 		})
 	}
 	t.Logf("%d request lines: %v", len(cases), counts)

@@ -26,52 +26,14 @@ import (
 func TestOutcomesNeverAheadOfLinesRead(t *testing.T) {
 	const perWrite = 50
 	const cri = "2026-11-24T05:28:09.000000000Z stdout F "
-	for _, tc := range []struct {
-		name, input string
-		// chunk is what one write appends, or the datagrams one send sends.
-		chunk []string
-		// writes is how many: a datagram is one write, a few microseconds.
-		writes int
-	}{
+	for _, tc := range []writeCase{
 		{"shards=1", "{path: LOG}", []string{"y unmatched\n"}, 1000},
 		{"shards=2", "{path: LOG, shards: 2}", []string{"y unmatched\n"}, 1000},
 		{"cri", "{path: LOG, wrapper: cri}", []string{cri + "y unmatched\n", "not a CRI line\n"}, 1000},
 		{"syslog", "{syslog: 'unixgram://SOCK'}", []string{"no priority", "<13 not one either"}, 300},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			log, sock := filepath.Join(dir, "a.log"), filepath.Join(dir, "s.sock")
-			if err := os.WriteFile(log, nil, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			rules := strings.NewReplacer("LOG", log, "SOCK", sock).Replace(fmt.Sprintf("inputs: [%s]\nrules: [{name: lines, match: '^x'}]\n", tc.input))
-			cfg, err := config.Parse([]byte(rules), "rules.yaml")
-			if err != nil {
-				t.Fatal(err)
-			}
-			p, err := Start(cfg, Options{Now: time.Now, PollInterval: 10 * time.Millisecond})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(p.Stop)
-			var chunk strings.Builder
-			for i := range perWrite {
-				chunk.WriteString(tc.chunk[i%len(tc.chunk)])
-			}
-			failed := make(chan error, 1)
-			writes := tc.writes
-			go func() {
-				failed <- write(log, sock, tc.input, tc.chunk, chunk.String(), writes, perWrite)
-			}()
-			deadline := time.Now().Add(time.Minute)
-			for checks := 0; ; checks++ {
-				select {
-				case err := <-failed:
-					if err != nil {
-						t.Fatal(err)
-					}
-				default:
-				}
+			scrapeWhileWriting(t, tc, "lines", perWrite, func(p *Pipeline, checks int) (string, bool) {
 				// The counters as a scrape reads them (Collector: inputStats), without the
 				// rest of a scrape's work, so that many looks land within reads.
 				s := p.inputStats()[0]
@@ -93,15 +55,69 @@ func TestOutcomesNeverAheadOfLinesRead(t *testing.T) {
 						dropped += c.Value
 					}
 				}
-				if read+dropped == uint64(writes*perWrite) && outcomes == read && malformedDatagrams == read {
-					t.Logf("%d looks, %d datagrams dropped", checks, dropped)
-					return
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("%d of %d lines read (%d datagrams dropped), %d of them unmatched, malformed or unread and %d malformed datagrams: want all", read, writes*perWrite, dropped, outcomes, malformedDatagrams)
-				}
-			}
+				return fmt.Sprintf("%d of %d lines read (%d datagrams dropped), %d of them unmatched, malformed or unread and %d malformed datagrams", read, tc.writes*perWrite, dropped, outcomes, malformedDatagrams),
+					read+dropped == uint64(tc.writes*perWrite) && outcomes == read && malformedDatagrams == read
+			})
 		})
+	}
+}
+
+// writeCase is an input that scrapeWhileWriting writes to while it looks at the counts.
+type writeCase struct {
+	// input is the input's config: LOG and SOCK in it stand for a file and a socket of
+	// the test's own.
+	name, input string
+	// chunk is what one write appends, or the datagrams one send sends.
+	chunk []string
+	// writes is how many: a datagram is one write, a few microseconds.
+	writes int
+}
+
+// scrapeWhileWriting starts a pipeline on tc's input with one rule, name, matching '^x',
+// and appends or sends perWrite lines or datagrams (taken from tc.chunk in turn)
+// tc.writes times while it calls look over and over, as a scrape lands at any point of
+// a read. look fails the test where an invariant does not hold, and says how far the
+// counts are and whether every line is counted; a minute without that fails the test.
+func scrapeWhileWriting(t *testing.T, tc writeCase, name string, perWrite int, look func(p *Pipeline, n int) (progress string, done bool)) {
+	t.Helper()
+	dir := t.TempDir()
+	log, sock := filepath.Join(dir, "a.log"), filepath.Join(dir, "s.sock")
+	if err := os.WriteFile(log, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rules := strings.NewReplacer("LOG", log, "SOCK", sock).Replace(fmt.Sprintf("inputs: [%s]\nrules: [{name: %s, match: '^x'}]\n", tc.input, name))
+	cfg, err := config.Parse([]byte(rules), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Start(cfg, Options{Now: time.Now, PollInterval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	var text strings.Builder
+	for i := range perWrite {
+		text.WriteString(tc.chunk[i%len(tc.chunk)])
+	}
+	failed := make(chan error, 1)
+	go func() { failed <- write(log, sock, tc.input, tc.chunk, text.String(), tc.writes, perWrite) }()
+	deadline := time.Now().Add(time.Minute)
+	for n := 0; ; n++ {
+		select {
+		case err := <-failed:
+			if err != nil {
+				t.Fatal(err)
+			}
+		default:
+		}
+		progress, done := look(p, n)
+		if done {
+			t.Logf("%d looks: %s", n, progress)
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: want all", progress)
+		}
 	}
 }
 
