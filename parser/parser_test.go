@@ -14,6 +14,7 @@ import (
 
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/nginxlog"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/race"
 )
 
 // record is one Sink call in a comparable form.
@@ -1026,7 +1027,7 @@ func (s *nopSink) reset() (events, drops int) {
 }
 
 func TestParseDoesNotAllocate(t *testing.T) {
-	if raceEnabled {
+	if race.Enabled {
 		t.Skip("the race detector makes sync.Pool drop buffers on purpose")
 	}
 	c := loadExample(t)

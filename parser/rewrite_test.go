@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/race"
 )
 
 // rewriteChains are the rewrites the reference tests put on a label, each a list of
@@ -183,7 +184,7 @@ func TestRewriteReference(t *testing.T) {
 			r := rand.New(rand.NewPCG(seed, uint64(i)))
 			values := append([]string{}, adversarialValues...)
 			n := 400
-			if raceEnabled {
+			if race.Enabled {
 				n = 40 // regexp runs some 30 times slower under the race detector
 			}
 			for range n {
@@ -278,7 +279,7 @@ rules:
 	}
 	before := heap()
 	burst := 100_000
-	if raceEnabled {
+	if race.Enabled {
 		burst = 30_000 // still three times what two generations hold
 	}
 	hot := []byte("/api/hot/1")

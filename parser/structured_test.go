@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/go-logfmt/logfmt"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/race"
 )
 
 // field is one capture as a test expects it: absent, or present with its text.
@@ -342,7 +343,7 @@ rules:
 }
 
 func TestFieldsParseDoesNotAllocate(t *testing.T) {
-	if raceEnabled {
+	if race.Enabled {
 		t.Skip("the race detector makes sync.Pool drop buffers on purpose")
 	}
 	c := mustParse(t, `

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/logwindow/logwindow_exporter/internal/testutil/race"
 )
 
 func TestNewLayoutRejects(t *testing.T) {
@@ -106,7 +108,7 @@ func TestWheelIndexesFit(t *testing.T) {
 // exact too.
 func TestSteadyStreamIsSmooth(t *testing.T) {
 	days := int64(8)
-	if testing.Short() || raceEnabled {
+	if testing.Short() || race.Enabled {
 		days = 2
 	}
 	for _, perSecond := range []int{1, 3} {
@@ -344,7 +346,7 @@ func TestConcurrentAddRead(t *testing.T) {
 // larger sizes, where fewer are made), so a size is measured up to three times: a wrong
 // HeapBytes is wrong in every one.
 func TestHeapBytes(t *testing.T) {
-	if raceEnabled {
+	if race.Enabled {
 		t.Skip("the race detector's shadow memory is not the heap")
 	}
 	grows := func(n int) float64 {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/internal/store"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/race"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/storetest"
 	"github.com/logwindow/logwindow_exporter/parser/event"
 )
@@ -148,7 +149,7 @@ func TestBatchSinkMatchesDirect(t *testing.T) {
 			}
 			var held []timedEvent
 			reads := 60
-			if testing.Short() || raceEnabled {
+			if testing.Short() || race.Enabled {
 				reads = 20
 			}
 			for read := 1; read <= reads; read++ {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/logwindow/logwindow_exporter/internal/store"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/race"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/storetest"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -224,7 +225,7 @@ func TestCountersThroughClockJumps(t *testing.T) {
 func countersThroughClockJumps(t *testing.T, ttl int64) {
 	cfg, _ := storetest.ParseRules(t, fmt.Sprintf(batchRules, 1000, fmt.Sprint(ttl, "s")))
 	seeds, reads := 6, 80
-	if testing.Short() || raceEnabled {
+	if testing.Short() || race.Enabled {
 		seeds, reads = 2, 40
 	}
 	counting := map[string]bool{}

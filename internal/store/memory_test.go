@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/race"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/storetest"
 )
 
@@ -304,7 +305,7 @@ func TestMaxBytesCountsSketches(t *testing.T) {
 		{"distinct", 16 * MiB, sketchLoad{distinctHosts: 3, distinctItemsPerSlot: 13000}},
 		{"all three", 64 * MiB, sketchLoad{quantileHosts: 1000, topHosts: 3, topItems: 1000, distinctHosts: 2, distinctItemsPerSlot: 13000}},
 	}
-	if testing.Short() || raceEnabled {
+	if testing.Short() || race.Enabled {
 		cases = []load{
 			{"quantiles", 8 * MiB, sketchLoad{quantileHosts: 150}},
 			{"top", 8 * MiB, sketchLoad{topHosts: 2, topItems: 200}},

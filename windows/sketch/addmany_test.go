@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logwindow/logwindow_exporter/internal/testutil/race"
 	"github.com/logwindow/logwindow_exporter/windows"
 )
 
@@ -54,7 +55,7 @@ func TestSeriesAddManyRealKinds(t *testing.T) {
 				now := int64(1_000_000)
 				next := 0
 				runs := 3000
-				if testing.Short() || raceEnabled {
+				if testing.Short() || race.Enabled {
 					runs = 300
 				}
 				for run := range runs {

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/logwindow/logwindow_exporter/internal/testutil/race"
 	"github.com/logwindow/logwindow_exporter/windows"
 )
 
@@ -126,7 +127,7 @@ func topOf(t *Top, n, size int) *Top {
 // within 10 % (5 % for the larger), in every state a slot's summary goes through; and up
 // to a 16-byte block more for the allocator's tiny objects, which Bytes counts whole.
 func TestBytesIsTheHeap(t *testing.T) {
-	if raceEnabled {
+	if race.Enabled {
 		t.Skip("the race detector's shadow memory is not the heap")
 	}
 	for _, tc := range bytesCases {

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"testing"
+
+	"github.com/logwindow/logwindow_exporter/internal/testutil/race"
 )
 
 // capped runs f on s under a cap of n bytes, as the wheels do (windows.Capper).
@@ -44,9 +46,13 @@ func collapsedTo(s *bins) int32 {
 // fixed cap or one that moves as the room of the bound does. Without a cap nothing
 // collapses.
 func TestQuantilesCapped(t *testing.T) {
+	n := 0 // numbers the subtests, of which race.Runs says which run
 	for _, st := range streams {
 		for _, limit := range []int{QuantilesKind.Floor, 150, 300, 1000, 4000, 1 << 20} {
 			for _, moving := range []bool{false, true} {
+				if n++; !race.Runs(n) {
+					continue
+				}
 				t.Run(fmt.Sprintf("%s/%d/moving %v", st.name, limit, moving), func(t *testing.T) {
 					checkQuantilesCapped(t, st.gen, limit, moving)
 				})
@@ -100,7 +106,7 @@ func checkQuantilesCapped(t *testing.T, gen func(r *rand.Rand) float64, limit in
 		// A quantile is read over every bin, and the race detector makes each read of the
 		// uncollapsed sketches slow: under it one rank in ten is checked.
 		for i := 1; i <= 2000; i++ {
-			if raceEnabled && i%10 != 0 {
+			if race.Enabled && i%10 != 0 {
 				continue
 			}
 			p := float64(i) / 2000 // a decimal, as a quantile is written
@@ -230,6 +236,7 @@ func TestDistinctReduce(t *testing.T) {
 // Bound below it, every value whose sum passes Bound held; a value too long for the cap
 // gets no counter, and its mass is in the bound.
 func TestTopCapped(t *testing.T) {
+	n := 0 // numbers the subtests, of which race.Runs says which run
 	for _, tc := range []struct {
 		name string
 		item func(r *rand.Rand, i int) string
@@ -242,6 +249,9 @@ func TestTopCapped(t *testing.T) {
 		}, func(r *rand.Rand) float64 { return r.ExpFloat64() }},
 	} {
 		for _, limit := range []int{TopKind(1000, 1).Floor, 20_000, 200_000} {
+			if n++; !race.Runs(n) {
+				continue
+			}
 			t.Run(fmt.Sprintf("%s/%d", tc.name, limit), func(t *testing.T) {
 				r := rand.New(rand.NewPCG(uint64(limit), 7))
 				tp := NewTop(1000)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logwindow/logwindow_exporter/internal/testutil/race"
 	"github.com/logwindow/logwindow_exporter/windows"
 )
 
@@ -42,8 +43,8 @@ func TestKindsUnderClockSteps(t *testing.T) {
 	all := append([]windows.SummaryKind{{New: func() windows.Summary { return &events{} }, Item: 1}}, kinds...)
 	ws := []time.Duration{time.Minute, 5 * time.Minute, time.Hour, 24 * time.Hour}
 	seeds, rounds := 6, 6
-	if testing.Short() || raceEnabled {
-		seeds, rounds = 1, 2
+	if testing.Short() || race.Enabled {
+		seeds, rounds = 1, 1
 	}
 	for _, end := range []bool{false, true} {
 		for seed := range seeds {

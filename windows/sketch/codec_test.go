@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logwindow/logwindow_exporter/internal/testutil/race"
 	"github.com/logwindow/logwindow_exporter/windows"
 	"github.com/logwindow/logwindow_exporter/windows/wire"
 )
@@ -169,7 +170,7 @@ func TestCodecSeries(t *testing.T) {
 				t.Fatal(err)
 			}
 			cases, ticks := 3, 400
-			if testing.Short() || raceEnabled {
+			if testing.Short() || race.Enabled {
 				cases, ticks = 1, 150
 			}
 			for c := range cases {

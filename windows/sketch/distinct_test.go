@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/logwindow/logwindow_exporter/internal/testutil/race"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/reference"
 	"github.com/logwindow/logwindow_exporter/windows"
 )
@@ -140,7 +141,7 @@ func TestDistinctMergeAtSparseBound(t *testing.T) {
 // whatever the number of items, sealed or not.
 func TestDistinctMemoryBounded(t *testing.T) {
 	sizes := []int{1, 1_000, maxSparse, maxSparse + 1, 100_000, 2_000_000}
-	if testing.Short() || raceEnabled {
+	if testing.Short() || race.Enabled {
 		sizes = sizes[:5]
 	}
 	for _, n := range sizes {
@@ -297,7 +298,7 @@ func TestWindowedDistinct(t *testing.T) {
 		t.Fatal(err)
 	}
 	seeds := 2
-	if testing.Short() || raceEnabled {
+	if testing.Short() || race.Enabled {
 		seeds = 1
 	}
 	for _, st := range distinctStreams {
@@ -305,7 +306,7 @@ func TestWindowedDistinct(t *testing.T) {
 			t.Run(st.name, func(t *testing.T) {
 				r := rand.New(rand.NewPCG(uint64(seed), 12))
 				ticks := st.gen(r)
-				if testing.Short() || raceEnabled {
+				if testing.Short() || race.Enabled {
 					ticks = ticks[:len(ticks)/4]
 				}
 				s := l.NewSeries()
@@ -527,7 +528,7 @@ func TestDistinctRecycledBuffers(t *testing.T) {
 	}
 	var buf [8]byte
 	steps := 400
-	if testing.Short() || raceEnabled {
+	if testing.Short() || race.Enabled {
 		steps = 100
 	}
 	for step := range steps {

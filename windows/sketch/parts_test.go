@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logwindow/logwindow_exporter/internal/testutil/race"
 	"github.com/logwindow/logwindow_exporter/windows"
 )
 
@@ -86,14 +87,14 @@ func TestReadSummariesOfKinds(t *testing.T) {
 	}{
 		{"two parts in turn, sparse", 2, func(_ *rand.Rand, i int) int { return i % 2 }, 3_000, 4, false, true},
 		{"two parts at random, dense in the hour", 2, func(r *rand.Rand, _ int) int { return r.IntN(2) }, 40_000, 12, false, false},
-		{"three parts, a burst dense in a slot", 3, func(r *rand.Rand, _ int) int { return r.IntN(3) }, 1 << 20, 3, false, true},
+		{"three parts, a burst dense in a slot", 3, func(r *rand.Rand, _ int) int { return r.IntN(3) }, 1 << 20, 3, false, false},
 		{"four parts, one idle", 4, func(r *rand.Rand, _ int) int { return r.IntN(3) }, 20_000, 8, false, false},
 		{"two parts, runs of one", 2, func(_ *rand.Rand, i int) int { return i / 500 % 2 }, 20_000, 8, false, false},
 		{"two parts capped", 2, func(r *rand.Rand, _ int) int { return r.IntN(2) }, 20_000, 8, true, false},
 		{"three parts capped, all to one", 3, func(_ *rand.Rand, _ int) int { return 1 }, 5_000, 8, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if !tc.short && (testing.Short() || raceEnabled) {
+			if !tc.short && (testing.Short() || race.Enabled) {
 				t.Skip("run without -short and -race only")
 			}
 			opts := windows.Options{Summaries: kinds}
@@ -120,7 +121,7 @@ func TestReadSummariesOfKinds(t *testing.T) {
 			wantMore := l.NewSummaries()
 			var more, backMore []windows.Summary
 			secs := 2 * 3600
-			if testing.Short() || raceEnabled {
+			if testing.Short() || race.Enabled {
 				secs = 3600 + 600
 			}
 			burst := int64(r.IntN(secs))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 
+	"github.com/logwindow/logwindow_exporter/internal/testutil/race"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/reference"
 	"github.com/logwindow/logwindow_exporter/windows"
 )
@@ -162,7 +163,7 @@ func TestFleetRegistersWindowed(t *testing.T) {
 	var log []placed
 	shared := randomItems(r, 3000)
 	secs := int64(1500)
-	if testing.Short() || raceEnabled {
+	if testing.Short() || race.Enabled {
 		secs = 700
 	}
 	start := int64(1_700_000_000) - 7 // a few seconds before a 10-second slot's edge

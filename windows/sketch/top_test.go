@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logwindow/logwindow_exporter/internal/testutil/race"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/reference"
 	"github.com/logwindow/logwindow_exporter/windows"
 )
@@ -209,7 +210,7 @@ func TestWindowedTop(t *testing.T) {
 		t.Run(st.name, func(t *testing.T) {
 			r := rand.New(rand.NewPCG(3, 13))
 			ticks := st.gen(r)
-			if testing.Short() || raceEnabled {
+			if testing.Short() || race.Enabled {
 				ticks = ticks[:len(ticks)/4]
 			}
 			s := l.NewSeries()

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logwindow/logwindow_exporter/internal/testutil/race"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/reference"
 	"github.com/logwindow/logwindow_exporter/windows"
 )
@@ -148,7 +149,7 @@ func TestWindowedQuantiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	seeds := 3
-	if testing.Short() || raceEnabled {
+	if testing.Short() || race.Enabled {
 		seeds = 1
 	}
 	for _, st := range windowStreams {
@@ -158,7 +159,7 @@ func TestWindowedQuantiles(t *testing.T) {
 				s := l.NewSeries()
 				var held []timed
 				ticks := st.gen(r)
-				if testing.Short() || raceEnabled {
+				if testing.Short() || race.Enabled {
 					ticks = ticks[:len(ticks)/4]
 				}
 				dst := l.NewSummaries()

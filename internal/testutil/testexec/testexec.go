@@ -15,7 +15,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/logwindow/logwindow_exporter/internal/testutil/race"
 )
+
+// Race is set when this program was built with the race detector. The end-to-end tests
+// build the exporter with it then, so that go test -race also checks the real binary
+// under real traffic: a race found makes it exit non-zero, which Stop reports.
+const Race = race.Enabled
 
 // exporterPackage is the exporter's main package. Building it by import path works from
 // any directory of the module, so a caller need not know where the module root is.
