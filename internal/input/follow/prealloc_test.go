@@ -203,6 +203,26 @@ func TestHeldNULsThenRewritten(t *testing.T) {
 			want: []span{{1, 20}},
 		},
 		{
+			// Between two looks: the follower sees the file longer than the NULs were, and
+			// nothing of it shorter.
+			name: "shrunk within the NULs, lines appended past their end",
+			text: true,
+			change: func(t *testing.T, log string, _ *os.File) {
+				truncate(t, log, 10*lineLen+nuls/2)
+				writeLines(t, create(t, log), 11, 11+int(nuls/lineLen))
+			},
+			want: []span{{1, 11 + int(nuls/lineLen)}},
+		},
+		{
+			name: "shrunk within the NULs, lines appended up to their end",
+			text: true,
+			change: func(t *testing.T, log string, _ *os.File) {
+				truncate(t, log, 10*lineLen+nuls-20*lineLen)
+				writeLines(t, create(t, log), 11, 30)
+			},
+			want: []span{{1, 30}},
+		},
+		{
 			name: "NULs alone, truncated under a writer at its own offset",
 			change: func(t *testing.T, log string, w *os.File) {
 				truncate(t, log, 0)

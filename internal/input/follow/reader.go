@@ -191,6 +191,12 @@ func zerosAt(file io.ReaderAt, off int64) bool {
 	return n == minZeros && b == [minZeros]byte{}
 }
 
+// zerosBefore reports whether file holds minZeros NUL bytes before end: a file written
+// over them holds text there, unless that text ends in NULs of its own.
+func zerosBefore(file io.ReaderAt, end int64) bool {
+	return zerosAt(file, max(0, end-minZeros))
+}
+
 // textEnd is where the NUL bytes that end file, size bytes long, begin: size when its
 // last byte is no NUL, or when they are more than maxZeros (read at the start, a hostile
 // file's gigabytes would delay it). A file followed from its end is read from there, so
@@ -224,20 +230,22 @@ const maxZeros = 64 << 20
 // size long now. It returns where to read on from: t.off when text was written over
 // them (a writer filling in the space it preallocated), where text begins after them
 // when it was written there instead (they are a hole: a crashed writer's lost bytes,
-// then its successor's lines), or -1 while they are all there is. A file shorter than
-// they were was cut within them, and may have been written to since at a writer's own
-// offset, short of where they ended: they are looked at again from the offset, else
-// what it wrote would wait for the file to pass their old end, and be skipped then.
+// then its successor's lines), or -1 while they are all there is. A file cut within
+// them may have been written to since at a writer's own offset, short of where they
+// ended: they are looked at again from the offset, else what it wrote would wait for the
+// file to pass their old end, and be skipped then. It is cut within them when it is
+// shorter than they were, or, written to up to their end or past it between two looks,
+// when their last bytes are no longer NULs (zerosBefore).
 func (t *tracked) pastZeros(size int64, stop *atomic.Bool) int64 {
 	if !zerosAt(t.f, t.off) {
 		return t.off
 	}
-	if size == t.zeros {
-		return -1
-	}
 	from := t.zeros
-	if size < from {
+	switch {
+	case size < from || !zerosBefore(t.f, from):
 		from = t.off
+	case size == from:
+		return -1
 	}
 	if at := textAfter(t.f, from, size, stop); at < size {
 		return at
