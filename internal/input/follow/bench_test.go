@@ -61,11 +61,7 @@ func BenchmarkFollow(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		select {
-		case <-done:
-		case <-time.After(waitLimit):
-			b.Fatal("lines not read in time")
-		}
+		<-done // a benchmark that never ends is stopped by go test's -timeout
 		f.Stop()
 	}
 }
