@@ -915,7 +915,8 @@ func TestResumeRotatedIntoOldDirPastArchive(t *testing.T) {
 // interrupted), or not a gzip; nor one whose first bytes come past more compressed bytes
 // than a gzip header and a KiB take (empty gzip members before them, a broken or hostile
 // writer's), which a restart would otherwise read whole for each such archive of each
-// log whose file is gone: the bytes read, and the time, are bounded.
+// log whose file is gone: the bytes read, and the time, are bounded; nor a zstd archive
+// that asks for a window past archiveWindow, which its decoder would allocate.
 func TestArchiveOf(t *testing.T) {
 	data := bytes.Repeat(numbered(1), 3)
 	short := numbered(2)[:100]
@@ -935,6 +936,28 @@ func TestArchiveOf(t *testing.T) {
 		}
 		return b.Bytes()
 	}
+	zst := func(data []byte) []byte {
+		var b bytes.Buffer
+		z, err := zstd.NewWriter(&b, zstd.WithSingleSegment(false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := z.Write(data); err != nil {
+			t.Fatal(err)
+		}
+		if err := z.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return b.Bytes()
+	}
+	// The encoder asks for a window as small as the data: a hostile writer's frame asks
+	// for 64 MiB (its window descriptor, after the magic and the frame header descriptor
+	// of a frame not single-segment, 2^(10+16)).
+	wide := zst(data)
+	if wide[4]&0x20 != 0 {
+		t.Fatalf("a single-segment frame, without a window descriptor: % x", wide[:6])
+	}
+	wide[5] = 16 << 3
 	at := func(data []byte, off int64) Position {
 		return Position{Offset: off, Head: xxhash.Sum64(data[:min(headLen, off)])}
 	}
@@ -954,6 +977,8 @@ func TestArchiveOf(t *testing.T) {
 		{"not a gzip", data, at(data, int64(len(data))), false},
 		{"after a few empty members", gz(64<<10, data), at(data, int64(len(data))), true},
 		{"after megabytes of empty members", gz(4<<20, data), at(data, int64(len(data))), false},
+		{"zstd", zst(data), at(data, int64(len(data))), true},
+		{"zstd of a window past the bound", wide, at(data, int64(len(data))), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "access.log.2.gz")
