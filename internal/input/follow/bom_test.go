@@ -109,7 +109,7 @@ func TestByteOrderMarkResumed(t *testing.T) {
 					if got != want {
 						t.Errorf("resumed from %+v: line %q, want %q", positions, got, want)
 					}
-				case <-time.After(5 * time.Second):
+				case <-givenUp(t):
 					t.Fatalf("resumed from %+v: no line %q", positions, want)
 				}
 			}

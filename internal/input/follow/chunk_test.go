@@ -1,6 +1,7 @@
 package follow
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,19 +34,14 @@ func TestChunk(t *testing.T) {
 	defer f.Stop()
 	wait := func(n int) []int {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for {
+		var got []int
+		waitFor(t, fmt.Sprintf("%d lines", n), func() bool {
 			mu.Lock()
-			got := append([]int(nil), seen...)
-			mu.Unlock()
-			if len(got) >= n {
-				return got
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%d of %d lines", len(got), n)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+			defer mu.Unlock()
+			got = append(got[:0], seen...)
+			return len(got) >= n
+		})
+		return got
 	}
 	first := wait(100)
 	if first[0] < 1 || first[99] != first[0] {

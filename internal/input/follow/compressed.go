@@ -1,10 +1,17 @@
 package follow
 
 import (
+	"bufio"
+	"compress/bzip2"
+	"compress/gzip"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/klauspost/compress/zstd"
 )
 
 // compressors are the archives a rotator makes of a log (logrotate's compresscmd, the
@@ -22,22 +29,83 @@ var compressors = []struct{ name, magic, ext, cat string }{
 // rotations (access.log*) would count none of their lines and exit 0. The error says
 // how to read it.
 func compressed(path string, f *os.File) error {
-	var head [10]byte
+	var head [magicLen]byte
 	n, _ := f.ReadAt(head[:], 0)
-	b := string(head[:n])
-	for _, c := range compressors {
+	if i := compressorOf(head[:n]); i >= 0 {
+		c := compressors[i]
+		return &failure{reasonNotRegular, fmt.Errorf("%s: %s-compressed: the exporter reads logs as text; read it decompressed (%s %s > FILE, then give FILE)", path, c.name, c.cat, path)}
+	}
+	return nil
+}
+
+// magicLen is how many first bytes compressorOf needs to tell every compressor.
+const magicLen = 10
+
+// compressorOf is the index in compressors of the one whose archives begin as head does,
+// or -1.
+func compressorOf(head []byte) int {
+	b := string(head)
+	for i, c := range compressors {
 		if !strings.HasPrefix(b, c.magic) {
 			continue
 		}
 		// "BZh" may begin a line of text: a bzip2 archive goes on with its block size
 		// and the block's magic (the digits of pi).
-		if c.name == "bzip2" && (n < 10 || b[3] < '1' || b[3] > '9' || b[4:] != "1AY&SY") {
+		if c.name == "bzip2" && (len(b) < magicLen || b[3] < '1' || b[3] > '9' || b[4:magicLen] != "1AY&SY") {
 			continue
 		}
-		return &failure{reasonNotRegular, fmt.Errorf("%s: %s-compressed: the exporter reads logs as text; read it decompressed (%s %s > FILE, then give FILE)", path, c.name, c.cat, path)}
+		return i
 	}
-	return nil
+	return -1
 }
+
+// archiveExt is the compressor of an archive named with its extension (access.log.2.zst),
+// and the name without it; ok is false for a name without one.
+func archiveExt(name string) (c int, stem string, ok bool) {
+	for i, z := range compressors {
+		if stem, ok := strings.CutSuffix(name, z.ext); ok {
+			return i, stem, true
+		}
+	}
+	return -1, name, false
+}
+
+// decompressed reads the archive b begins (gzip, bzip2 or zstd, told by its first bytes);
+// done lets go of what the decompressor holds. An xz archive is none: no maintained Go
+// library reads xz, and the module has none (errUnreadable).
+func decompressed(b *bufio.Reader) (r io.Reader, done func(), err error) {
+	head, _ := b.Peek(magicLen)
+	i := compressorOf(head)
+	if i < 0 {
+		return nil, nil, errors.New("not a compressed archive")
+	}
+	switch compressors[i].name {
+	case "gzip":
+		z, err := gzip.NewReader(b)
+		return z, func() {}, err
+	case "bzip2":
+		return bzip2.NewReader(b), func() {}, nil
+	case "zstd":
+		// One goroutine and the least memory: a KiB is all that is read. A frame that
+		// asks for a larger window than a log's compressor gives (zstd --long) is refused.
+		z, err := zstd.NewReader(b, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true), zstd.WithDecoderMaxWindow(archiveWindow))
+		if err != nil {
+			return nil, nil, err
+		}
+		return z, z.Close, nil
+	}
+	return nil, nil, errUnreadable
+}
+
+// archiveWindow bounds the window of a zstd archive that decompressed reads: zstd's
+// levels up to 19 use at most 8 MiB.
+const archiveWindow = 32 << 20
+
+// errUnreadable is decompressed's for an archive of a compressor the exporter cannot read.
+var errUnreadable = errors.New("no decompressor for it in the exporter")
+
+// readable reports whether decompressed reads archives of compressors[c].
+func readable(c int) bool { return compressors[c].name != "xz" }
 
 // compressedMatch refuses a glob's match named as a compressed archive (access.log.1.gz):
 // a glob that matches a log's rotations (access.log*) matches what a rotator compresses

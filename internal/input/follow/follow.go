@@ -8,7 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -486,30 +486,37 @@ func (f *Follower) Ready() bool {
 	return f.ready.Load() && (f.backfills.Load() == 0 || f.o.Waited+f.o.now().Sub(f.readyAt) >= BackfillReadyWait)
 }
 
-// Stats returns a snapshot of the counters and of the lag per path.
+// Stats returns a snapshot of the counters and of the lag per path. The files are looked
+// at (an fstat each) outside f.mu: a scrape of a node's 500 pod logs held it for as many
+// syscalls, which the reader and discovery wait for; a file closed meanwhile, as if gone
+// before, is no lag.
 func (f *Follower) Stats() input.Stats {
 	s := f.c.snapshot()
 	s.Polling = f.w == nil
 	s.Backfilling = int(f.backfills.Load())
 	f.mu.Lock()
-	byPath := make(map[string]*input.FileStats)
-	for _, t := range f.files {
-		fs := byPath[t.path]
-		if fs == nil {
-			fs = &input.FileStats{Path: t.path}
-			byPath[t.path] = fs
-		}
-		if fi, err := t.f.Stat(); err == nil {
-			// A truncation not yet seen by the reader would give a negative lag.
-			fs.BytesBehind += max(0, fi.Size()-t.done.Load()-t.held.Load())
-		}
+	open := make([]pathFile, len(f.files))
+	for i, t := range f.files {
+		open[i] = pathFile{path: t.path, t: t}
 	}
 	f.mu.Unlock()
-	for _, fs := range byPath {
-		s.Files = append(s.Files, *fs)
+	slices.SortStableFunc(open, func(a, b pathFile) int { return strings.Compare(a.path, b.path) })
+	for i, o := range open {
+		if i == 0 || o.path != open[i-1].path {
+			s.Files = append(s.Files, input.FileStats{Path: o.path})
+		}
+		if fi, err := o.t.f.Stat(); err == nil {
+			// A truncation not yet seen by the reader would give a negative lag.
+			s.Files[len(s.Files)-1].BytesBehind += max(0, fi.Size()-o.t.done.Load()-o.t.held.Load())
+		}
 	}
-	sort.Slice(s.Files, func(i, j int) bool { return s.Files[i].Path < s.Files[j].Path })
 	return s
+}
+
+// pathFile is an open file and the path it is read under, as Stats took them.
+type pathFile struct {
+	path string
+	t    *tracked
 }
 
 // Stop ends following and waits for its goroutines and the Handler to

@@ -8,11 +8,13 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/logwindow/logwindow_exporter/internal/input"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/await"
 	"go.uber.org/goleak"
 )
 
@@ -145,25 +147,37 @@ func (g *gate) wait(t *testing.T) {
 	t.Helper()
 	select {
 	case <-g.reached:
-	case <-time.After(waitLimit):
+	case <-givenUp(t):
 		t.Fatalf("handler never reached line %d", g.at)
 	}
 }
 
-// waitLimit bounds every wait for a real file event; under -race on a busy
-// two-core machine events can take far longer than usual.
-const waitLimit = 60 * time.Second
-
+// waitFor waits for what the follower's goroutines do with real files, until cond holds
+// or shortly before the test binary's timeout (await): a bound in seconds fails on a
+// loaded machine, under -race, where a quiet one passes.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
+	if !await.Until(t, cond) {
+		t.Fatalf("timed out waiting for %s", what)
 	}
 }
+
+// givenUp is closed, for a select that waits for what may never come (a goroutine blocked
+// on a FIFO), when a wait gives up: shortly before the test binary's timeout (await).
+func givenUp(t *testing.T) <-chan time.Time {
+	return time.After(time.Until(await.Deadline(t)))
+}
+
+// ahead is the real time moved on by hand, for a follower's clock (Options.now): its
+// rotation grace passes when the test says (Add), not when a loaded machine stalls a
+// writer past it; its polls go by the real time as ever.
+type ahead struct{ by atomic.Int64 }
+
+// Now is the real time moved on by what Add added.
+func (a *ahead) Now() time.Time { return time.Now().Add(time.Duration(a.by.Load())) }
+
+// Add moves the clock on by d.
+func (a *ahead) Add(d time.Duration) { a.by.Add(int64(d)) }
 
 // mode is a way of noticing changes: inotify with a slow safety poll, so that
 // inotify does the work, or polling alone.
@@ -448,12 +462,12 @@ func TestReadToEndFIFO(t *testing.T) {
 					r.err != nil && strings.Contains(r.err.Error(), "sub.log") {
 					t.Errorf("error %v, want %q after the FIFO's path", r.err, tc.err)
 				}
-			case <-time.After(10 * time.Second):
+			case <-givenUp(t):
 				// A writer lets the blocked open return, so the test ends.
 				if w, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
 					w.Close()
 				}
-				t.Fatal("ReadToEnd still waits on the FIFO after 10s")
+				t.Fatal("ReadToEnd still waits on the FIFO")
 			}
 		})
 	}

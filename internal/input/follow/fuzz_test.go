@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/logwindow/logwindow_exporter/config"
 )
 
@@ -191,6 +193,10 @@ func FuzzNamesAgreesWithGlob(f *testing.F) {
 	})
 }
 
+// maxFuzzContent and maxFuzzPieces bound FuzzLines's inputs (its file's bytes, the sizes
+// it is written in): past a line too long for the largest cap, and a few pieces.
+const maxFuzzContent, maxFuzzPieces = 300, 16
+
 // FuzzLines: whatever a file holds, written in pieces of the fuzzer's sizes each read by a
 // pass of the fuzzer's budget, then ended, the reader hands on what splitting the whole
 // file at its newlines gives: every line of at most the cap, without a "\r" before its
@@ -203,18 +209,25 @@ func FuzzLines(f *testing.F) {
 	f.Add([]byte("\xef\xbb\xbfx\n\xef\xbb\xbfy\n"), []byte{0, 1, 0}, uint8(4))
 	f.Add([]byte("0123456789\n01\n0123456789"), []byte{3, 3, 3, 3}, uint8(5))
 	f.Add([]byte("\xff\xfea\x00\n\x00"), []byte{}, uint8(1))
-	path := filepath.Join(f.TempDir(), "a.log") // written anew by each input
 	f.Fuzz(func(t *testing.T, content, pieces []byte, max uint8) {
-		out, err := os.Create(path)
+		// The fuzzer minimizes each input that finds new code before it goes on, trying
+		// what removing every run of its bytes leaves (n²/2 runs of n bytes), and shows no
+		// progress meanwhile: at a few thousand inputs a second, one of a few hundred bytes
+		// stopped it for a minute (-fuzzminimizetime), again and again. Longer inputs find
+		// nothing more (a line too long is one of 1+max bytes, at most 257).
+		if len(content) > maxFuzzContent || len(pieces) > maxFuzzPieces {
+			return
+		}
+		// A file in memory (tmpfs), new for each input: one on disk, truncated at each,
+		// had the last input's writes waited for (ext4), a millisecond or more an input.
+		fd, err := unix.MemfdCreate("a.log", unix.MFD_CLOEXEC)
 		if err != nil {
 			t.Fatal(err)
 		}
+		const path = "a.log"
+		out := os.NewFile(uintptr(fd), path)
 		defer out.Close()
-		in, err := os.Open(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer in.Close()
+		in := out
 		o, err := Options{Path: path, MaxLineBytes: 1 + int(max)}.normalize()
 		if err != nil {
 			t.Fatal(err)

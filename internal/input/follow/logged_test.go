@@ -137,7 +137,7 @@ func TestResumeRotatedLogged(t *testing.T) {
 				// which a restart finds by the inode in the log's directory: written in
 				// place, the file is what the file system makes of that.
 				rename(t, path, rotated)
-				writeArchive(t, rotated, numbered(12), true)
+				writeArchive(t, rotated, numbered(12), "gzip")
 				rename(t, rotated, filepath.Join(dir, "access.log.2.gz"))
 			case c.gone:
 				rename(t, path, rotated)

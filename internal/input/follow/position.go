@@ -1,8 +1,8 @@
 package follow
 
 import (
+	"bufio"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"errors"
 	"io"
@@ -704,11 +704,20 @@ func (f *Follower) archiveDir(dirs *listings, path string, r *resume) string {
 		id    fileID
 		mtime time.Time
 	}
-	holds := func(dir, base string, names []os.DirEntry) bool {
+	// unread: the archives named as rotated from the log, in a directory within, that
+	// cannot be read (xz): one may be the position's file's, which nothing else tells.
+	var unread []string
+	holds := func(dir, base string, names []os.DirEntry, within bool) bool {
 		var archives []archive
 		for _, a := range withStem(names, base) {
-			name, gz := strings.CutSuffix(a.Name(), ".gz")
-			if !gz || !a.Type().IsRegular() || !rotatedName(base, name) {
+			c, name, ok := archiveExt(a.Name())
+			if !ok || !a.Type().IsRegular() || !rotatedName(base, name) {
+				continue
+			}
+			if !readable(c) {
+				if within {
+					unread = append(unread, filepath.Join(dir, a.Name()))
+				}
 				continue
 			}
 			if fi, err := a.Info(); err == nil {
@@ -721,10 +730,17 @@ func (f *Follower) archiveDir(dirs *listings, path string, r *resume) string {
 		})
 	}
 	found := ""
+	defer func() {
+		if found == "" && len(unread) > 0 {
+			c, _, _ := archiveExt(unread[0])
+			f.o.Logger.Warn("an archive named as rotated from the log, in a directory within its own (logrotate's olddir), cannot be read to tell whether it holds the file of a saved position: the files rotated after it there are not read",
+				"path", path, "archive", unread[0], "archives", len(unread), "compressor", compressors[c].name, "err", errUnreadable)
+		}
+	}()
 	for _, at := range f.rotationPaths(path) {
 		dir, base := filepath.Split(at)
 		entries, _ := dirs.list(filepath.Clean(dir))
-		if holds(dir, base, entries) {
+		if holds(dir, base, entries, false) {
 			return "" // compressed beside the log: no olddir
 		}
 		for _, e := range entries {
@@ -736,10 +752,11 @@ func (f *Follower) archiveDir(dirs *listings, path string, r *resume) string {
 			if _, another := slices.BinarySearchFunc(names, base, func(e os.DirEntry, s string) int { return strings.Compare(e.Name(), s) }); another {
 				continue
 			}
-			if within == found || !holds(within, base, names) {
+			if within == found || !holds(within, base, names, true) {
 				continue
 			}
 			if found != "" {
+				found, unread = "", nil // which one is the olddir is not known
 				return ""
 			}
 			found = within
@@ -755,18 +772,20 @@ func (f *Follower) archiveDir(dirs *listings, path string, r *resume) string {
 // each such archive of each log whose file is gone.
 const archiveHeadIn = 1 << 20
 
-// archiveOf reports whether file, a gzip archive, begins, decompressed, with the bytes
-// that the file of one of ps had at its position (Position.Head), and closes it. Only
-// those are decompressed, from at most archiveHeadIn bytes of it. A nil file is none.
+// archiveOf reports whether file, a gzip, bzip2 or zstd archive, begins, decompressed,
+// with the bytes that the file of one of ps had at its position (Position.Head), and
+// closes it. Only those are decompressed, from at most archiveHeadIn bytes of it. A nil
+// file is none.
 func archiveOf(file *os.File, ps []Position) bool {
 	if file == nil {
 		return false
 	}
 	defer file.Close()
-	z, err := gzip.NewReader(io.LimitReader(file, archiveHeadIn))
+	z, done, err := decompressed(bufio.NewReader(io.LimitReader(file, archiveHeadIn)))
 	if err != nil {
 		return false
 	}
+	defer done()
 	var head [headLen]byte
 	n, _ := io.ReadFull(z, head[:])
 	return slices.ContainsFunc(ps, func(p Position) bool {

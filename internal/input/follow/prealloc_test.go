@@ -203,6 +203,26 @@ func TestHeldNULsThenRewritten(t *testing.T) {
 			want: []span{{1, 20}},
 		},
 		{
+			// Between two looks: the follower sees the file longer than the NULs were, and
+			// nothing of it shorter.
+			name: "shrunk within the NULs, lines appended past their end",
+			text: true,
+			change: func(t *testing.T, log string, _ *os.File) {
+				truncate(t, log, 10*lineLen+nuls/2)
+				writeLines(t, create(t, log), 11, 11+int(nuls/lineLen))
+			},
+			want: []span{{1, 11 + int(nuls/lineLen)}},
+		},
+		{
+			name: "shrunk within the NULs, lines appended up to their end",
+			text: true,
+			change: func(t *testing.T, log string, _ *os.File) {
+				truncate(t, log, 10*lineLen+nuls-20*lineLen)
+				writeLines(t, create(t, log), 11, 30)
+			},
+			want: []span{{1, 30}},
+		},
+		{
 			name: "NULs alone, truncated under a writer at its own offset",
 			change: func(t *testing.T, log string, w *os.File) {
 				truncate(t, log, 0)
@@ -241,5 +261,51 @@ func truncate(t *testing.T, path string, size int64) {
 	t.Helper()
 	if err := os.Truncate(path, size); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestPreallocatedFilledInNULsFirst: a writer fills in the space it preallocated with a
+// line that opens with NUL bytes of its own (four or more, as many as space preallocated
+// shows), and lines after it. Its NULs cannot be told from the space still to fill in, nor
+// from a hole that a writer at its own offset leaves: the line is read from after them,
+// as after a hole, without them. It is read at the next look when its text begins within
+// zerosLook bytes of where the NULs held back begin; a line opening with more waits for
+// the fill-in to reach where they end, or for the file to be cut within them.
+func TestPreallocatedFilledInNULsFirst(t *testing.T) {
+	const nuls = 200 << 10
+	for _, c := range []struct {
+		name string
+		open int // NULs opening line 11
+		// beyond: the writer preallocates more once it filled in lines 11-20, and writes
+		// lines from 21 on past where the NULs ended.
+		beyond bool
+		want   []span
+	}{
+		{name: "a few NULs", open: 8, want: []span{{1, 20}}},
+		{name: "a few NULs, then past the space", open: 8, beyond: true, want: []span{{1, 20 + int(nuls/lineLen)}}},
+		{name: "NULs past the look", open: zerosLook + 1, beyond: true, want: []span{{1, 20 + int(nuls/lineLen)}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			log := filepath.Join(t.TempDir(), "app.log")
+			w := openToWrite(t, log, 0)
+			writeLines(t, w, 1, 10)
+			preallocate(t, w, nuls, false)
+			col := newCollector()
+			f, clock, _ := handDriven(t, log, col.handle)
+			settle(f, clock)
+			if _, err := w.Write(append(make([]byte, c.open), numbered(11)...)); err != nil {
+				t.Fatal(err)
+			}
+			writeLines(t, w, 12, 20)
+			settle(f, clock)
+			if !c.beyond {
+				col.expectExactly(t, c.want...)
+				return
+			}
+			preallocate(t, w, nuls, false)
+			writeLines(t, w, 21, 20+int(nuls/lineLen))
+			settle(f, clock)
+			col.expectExactly(t, c.want...)
+		})
 	}
 }

@@ -191,6 +191,16 @@ func zerosAt(file io.ReaderAt, off int64) bool {
 	return n == minZeros && b == [minZeros]byte{}
 }
 
+// zerosLook is how many bytes from the offset pastZeros reads at each look for text
+// written over the NULs held back there.
+const zerosLook = 4096
+
+// zerosBefore reports whether file holds minZeros NUL bytes before end: a file written
+// over them holds text there, unless that text ends in NULs of its own.
+func zerosBefore(file io.ReaderAt, end int64) bool {
+	return zerosAt(file, max(0, end-minZeros))
+}
+
 // textEnd is where the NUL bytes that end file, size bytes long, begin: size when its
 // last byte is no NUL, or when they are more than maxZeros (read at the start, a hostile
 // file's gigabytes would delay it). A file followed from its end is read from there, so
@@ -224,20 +234,31 @@ const maxZeros = 64 << 20
 // size long now. It returns where to read on from: t.off when text was written over
 // them (a writer filling in the space it preallocated), where text begins after them
 // when it was written there instead (they are a hole: a crashed writer's lost bytes,
-// then its successor's lines), or -1 while they are all there is. A file shorter than
-// they were was cut within them, and may have been written to since at a writer's own
-// offset, short of where they ended: they are looked at again from the offset, else
-// what it wrote would wait for the file to pass their old end, and be skipped then.
+// then its successor's lines), or -1 while they are all there is.
+//
+// Text written over them may open with NULs of its own (a line of a binary protocol),
+// which cannot be told from space still to fill in: its text is looked for within
+// zerosLook bytes of the offset at each look, and read from there, as after a hole. A
+// file cut within them may have been written to since at a writer's own offset, short of
+// where they ended: they are looked at again from the offset, else what it wrote would
+// wait for the file to pass their old end, and be skipped then. It is cut within them
+// when it is shorter than they were, or, written to up to their end or past it between
+// two looks, when their last bytes are no longer NULs (zerosBefore).
 func (t *tracked) pastZeros(size int64, stop *atomic.Bool) int64 {
-	if !zerosAt(t.f, t.off) {
+	var b [zerosLook]byte
+	n, _ := t.f.ReadAt(b[:min(int64(len(b)), max(0, size-t.off))], t.off)
+	switch i := n - len(bytes.TrimLeft(b[:n], "\x00")); {
+	case i < minZeros:
 		return t.off
-	}
-	if size == t.zeros {
-		return -1
+	case i < n:
+		return t.off + int64(i)
 	}
 	from := t.zeros
-	if size < from {
+	switch {
+	case size < from || !zerosBefore(t.f, from):
 		from = t.off
+	case size == from:
+		return -1
 	}
 	if at := textAfter(t.f, from, size, stop); at < size {
 		return at

@@ -2,8 +2,10 @@ package follow
 
 import (
 	"bytes"
+	"compress/bzip2"
 	"compress/gzip"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -14,7 +16,9 @@ import (
 	"time"
 
 	"github.com/cespare/xxhash/v2"
+	"github.com/klauspost/compress/zstd"
 
+	"github.com/logwindow/logwindow_exporter/internal/testutil/syncbuf"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/testclock"
 )
 
@@ -813,7 +817,7 @@ func TestResumeRotatedIntoOldDirPastArchive(t *testing.T) {
 		name    string
 		glob    bool
 		archive string // the name of the position's file's archive in old
-		gz      bool   // compressed with gzip, else its bytes kept as they were
+		how     string // its compressor (writeArchive), else its bytes kept as they were
 		backup  bool   // the archive copied to another directory within the log's
 		beside  bool   // the archive beside the log, and it and the file after copied within
 		// older: ten older archives of the log in old, beginning otherwise, dated skew
@@ -822,15 +826,18 @@ func TestResumeRotatedIntoOldDirPastArchive(t *testing.T) {
 		older bool
 		skew  time.Duration
 	}{
-		{name: "gzip", archive: "access.log.2.gz", gz: true},
-		{name: "gzip, a glob", glob: true, archive: "access.log.2.gz", gz: true},
-		{name: "gzip, dateext", archive: "access.log-20261130.gz", gz: true},
-		{name: "named otherwise", archive: "backup.gz", gz: true},
+		{name: "gzip", archive: "access.log.2.gz", how: "gzip"},
+		{name: "gzip, a glob", glob: true, archive: "access.log.2.gz", how: "gzip"},
+		{name: "gzip, dateext", archive: "access.log-20261130.gz", how: "gzip"},
+		{name: "zstd", archive: "access.log.2.zst", how: "zstd"},
+		{name: "bzip2", archive: "access.log.2.bz2", how: "bzip2"},
+		{name: "xz, which is not read", archive: "access.log.2.xz", how: "xz"},
+		{name: "named otherwise", archive: "backup.gz", how: "gzip"},
 		{name: "not a gzip", archive: "access.log.2.gz"},
-		{name: "gzip, a copy in another directory", archive: "access.log.2.gz", gz: true, backup: true},
-		{name: "gzip beside the log, a copy within", archive: "access.log.2.gz", gz: true, beside: true},
-		{name: "gzip, older archives dated as it", archive: "access.log.2.gz", gz: true, older: true},
-		{name: "gzip, older archives dated after it", archive: "access.log.2.gz", gz: true, older: true, skew: time.Hour},
+		{name: "gzip, a copy in another directory", archive: "access.log.2.gz", how: "gzip", backup: true},
+		{name: "gzip beside the log, a copy within", archive: "access.log.2.gz", how: "gzip", beside: true},
+		{name: "gzip, older archives dated as it", archive: "access.log.2.gz", how: "gzip", older: true},
+		{name: "gzip, older archives dated after it", archive: "access.log.2.gz", how: "gzip", older: true, skew: time.Hour},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir, log, w := accessLog(t)
@@ -840,6 +847,8 @@ func TestResumeRotatedIntoOldDirPastArchive(t *testing.T) {
 				path = filepath.Join(dir, "*.log")
 			}
 			positions, o := readFirst(t, modes[1].options(path))
+			var logs syncbuf.Buffer
+			o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 			taken := time.Now().Add(-time.Second) // see TestResume
 			data, err := os.ReadFile(log)
 			if err != nil {
@@ -847,9 +856,9 @@ func TestResumeRotatedIntoOldDirPastArchive(t *testing.T) {
 			}
 			// Another log's archive, and a vhost's log with an archive that begins as this
 			// log did, each beside files named as rotated from the log, written since.
-			writeArchive(t, filepath.Join(other, "access.log.2.gz"), numbered(7001), true)
+			writeArchive(t, filepath.Join(other, "access.log.2.gz"), numbered(7001), "gzip")
 			writeLines(t, create(t, filepath.Join(other, "access.log.1")), 5001, 5010)
-			writeArchive(t, filepath.Join(vhost, "access.log.2.gz"), data, true)
+			writeArchive(t, filepath.Join(vhost, "access.log.2.gz"), data, "gzip")
 			writeLines(t, create(t, filepath.Join(vhost, "access.log.1")), 6001, 6010)
 			writeLines(t, create(t, filepath.Join(vhost, "access.log")), 6011, 6020)
 
@@ -860,12 +869,12 @@ func TestResumeRotatedIntoOldDirPastArchive(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			writeArchive(t, filepath.Join(old, tc.archive), data, tc.gz)
+			writeArchive(t, filepath.Join(old, tc.archive), data, tc.how)
 			if tc.older {
 				at := time.Now().Add(-time.Hour)
 				for k := 3; k <= 12; k++ {
 					name := filepath.Join(old, fmt.Sprintf("access.log.%d.gz", k))
-					writeArchive(t, name, numbered(8000+k), true)
+					writeArchive(t, name, numbered(8000+k), "gzip")
 					if err := os.Chtimes(name, at.Add(tc.skew), at.Add(tc.skew)); err != nil {
 						t.Fatal(err)
 					}
@@ -875,7 +884,7 @@ func TestResumeRotatedIntoOldDirPastArchive(t *testing.T) {
 				}
 			}
 			if tc.backup || tc.beside {
-				writeArchive(t, filepath.Join(subdir(t, dir, "backup"), tc.archive), data, tc.gz)
+				writeArchive(t, filepath.Join(subdir(t, dir, "backup"), tc.archive), data, tc.how)
 			}
 			if tc.beside {
 				rename(t, filepath.Join(old, tc.archive), filepath.Join(dir, tc.archive))
@@ -888,11 +897,14 @@ func TestResumeRotatedIntoOldDirPastArchive(t *testing.T) {
 				copyFile(t, filepath.Join(old, "access.log.1"), filepath.Join(dir, "backup", "access.log.1"))
 			}
 			writeLines(t, create(t, log), 131, 150)
-			if tc.gz && tc.archive != "backup.gz" && !tc.backup && !tc.beside {
+			if tc.how != "" && tc.how != "xz" && tc.archive != "backup.gz" && !tc.backup && !tc.beside {
 				expectResumedLines(t, o, positions, taken, "the lines written while down", span{121, 150})
 				return
 			}
 			expectResumedLines(t, o, positions, taken, "the lines of the log's path", span{131, 150})
+			if warned := strings.Contains(logs.String(), "archive="+filepath.Join(old, tc.archive)); warned != (tc.how == "xz") {
+				t.Errorf("the archive named in a warning: %v, want %v; the log:\n%s", warned, tc.how == "xz", logs.String())
+			}
 		})
 	}
 }
@@ -903,7 +915,8 @@ func TestResumeRotatedIntoOldDirPastArchive(t *testing.T) {
 // interrupted), or not a gzip; nor one whose first bytes come past more compressed bytes
 // than a gzip header and a KiB take (empty gzip members before them, a broken or hostile
 // writer's), which a restart would otherwise read whole for each such archive of each
-// log whose file is gone: the bytes read, and the time, are bounded.
+// log whose file is gone: the bytes read, and the time, are bounded; nor a zstd archive
+// that asks for a window past archiveWindow, which its decoder would allocate.
 func TestArchiveOf(t *testing.T) {
 	data := bytes.Repeat(numbered(1), 3)
 	short := numbered(2)[:100]
@@ -923,6 +936,28 @@ func TestArchiveOf(t *testing.T) {
 		}
 		return b.Bytes()
 	}
+	zst := func(data []byte) []byte {
+		var b bytes.Buffer
+		z, err := zstd.NewWriter(&b, zstd.WithSingleSegment(false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := z.Write(data); err != nil {
+			t.Fatal(err)
+		}
+		if err := z.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return b.Bytes()
+	}
+	// The encoder asks for a window as small as the data: a hostile writer's frame asks
+	// for 64 MiB (its window descriptor, after the magic and the frame header descriptor
+	// of a frame not single-segment, 2^(10+16)).
+	wide := zst(data)
+	if wide[4]&0x20 != 0 {
+		t.Fatalf("a single-segment frame, without a window descriptor: % x", wide[:6])
+	}
+	wide[5] = 16 << 3
 	at := func(data []byte, off int64) Position {
 		return Position{Offset: off, Head: xxhash.Sum64(data[:min(headLen, off)])}
 	}
@@ -942,6 +977,8 @@ func TestArchiveOf(t *testing.T) {
 		{"not a gzip", data, at(data, int64(len(data))), false},
 		{"after a few empty members", gz(64<<10, data), at(data, int64(len(data))), true},
 		{"after megabytes of empty members", gz(4<<20, data), at(data, int64(len(data))), false},
+		{"zstd", zst(data), at(data, int64(len(data))), true},
+		{"zstd of a window past the bound", wide, at(data, int64(len(data))), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "access.log.2.gz")
@@ -959,20 +996,42 @@ func TestArchiveOf(t *testing.T) {
 	}
 }
 
-// writeArchive writes data to path, compressed with gzip when gz.
-func writeArchive(t *testing.T, path string, data []byte, gz bool) {
+// writeArchive writes data to path compressed by how: "gzip" or "zstd"; "bzip2" or "xz",
+// which Go does not write, from testdata/archive, whose archives hold lines 1-110 (the
+// bzip2 one is checked to hold data); else data as it is.
+func writeArchive(t *testing.T, path string, data []byte, how string) {
 	t.Helper()
 	var b bytes.Buffer
-	if gz {
-		z := gzip.NewWriter(&b)
+	var z io.WriteCloser
+	switch how {
+	case "gzip":
+		z = gzip.NewWriter(&b)
+	case "zstd":
+		var err error
+		if z, err = zstd.NewWriter(&b); err != nil {
+			t.Fatal(err)
+		}
+	case "bzip2", "xz":
+		archive, err := os.ReadFile(filepath.Join("testdata", "archive", "lines-1-110."+map[string]string{"bzip2": "bz2", "xz": "xz"}[how]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if how == "bzip2" {
+			if got, err := io.ReadAll(bzip2.NewReader(bytes.NewReader(archive))); err != nil || !bytes.Equal(got, data) {
+				t.Fatalf("the bzip2 archive of testdata holds other bytes than %.40q... (%v): lines 1-110 are written", data, err)
+			}
+		}
+		b.Write(archive)
+	default:
+		b.Write(data)
+	}
+	if z != nil {
 		if _, err := z.Write(data); err != nil {
 			t.Fatal(err)
 		}
 		if err := z.Close(); err != nil {
 			t.Fatal(err)
 		}
-	} else {
-		b.Write(data)
 	}
 	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
 		t.Fatal(err)

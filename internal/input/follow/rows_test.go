@@ -64,9 +64,10 @@ func TestRenameCreate(t *testing.T) {
 				c := newCollector()
 				o := m.options(p)
 				// The late lines are written in a loop that a loaded machine can stall for
-				// longer than the other tests' grace, which would close the renamed file
-				// before them.
-				o.RotationGrace = time.Second
+				// longer than any grace in seconds, which would close the renamed file
+				// before them: the grace passes once every line was read.
+				clock := new(ahead)
+				o.RotationGrace, o.now = time.Hour, clock.Now
 				f := start(t, o, c.handle)
 				n := 0
 				for r := 1; r <= rotations; r++ {
@@ -83,7 +84,9 @@ func TestRenameCreate(t *testing.T) {
 				}
 				writeLines(t, w, n+1, n+perFile)
 				n += perFile
-				waitFor(t, "every line, rotated files closed", func() bool { return c.has(1, n) && openUnder(f, p) == 1 })
+				waitFor(t, "every line", func() bool { return c.has(1, n) })
+				clock.Add(o.RotationGrace)
+				waitFor(t, "the rotated files closed", func() bool { return openUnder(f, p) == 1 })
 				c.expectExactly(t, span{1, n})
 				if s := f.Stats(); s.Rotations != rotations || s.Truncations != 0 {
 					t.Errorf("stats %+v, want %d rotations, no truncation", s, rotations)

@@ -184,9 +184,10 @@ func unreadable(t *testing.T, m mode) {
 	c := newCollector()
 	o := m.options(p)
 	// The late writer below writes a line at a time; on a loaded machine it can pause
-	// for longer than the shared 150ms grace, which would close the rotated file before
-	// its last lines, as the grace is meant to.
-	o.FromBeginning, o.RotationGrace = true, 2*time.Second
+	// for longer than any grace in seconds, which would close the rotated file before its
+	// last lines, as the grace is meant to: the grace passes once they were read.
+	clock := new(ahead)
+	o.FromBeginning, o.RotationGrace, o.now = true, time.Hour, clock.Now
 	f := start(t, o, c.handle)
 	waitFor(t, "the first lines", func() bool { return c.has(1, 100) })
 
@@ -214,6 +215,7 @@ func unreadable(t *testing.T, m mode) {
 	if err := os.Chmod(p, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	clock.Add(o.RotationGrace)
 	waitFor(t, "the new file read from its start", func() bool { return c.has(201, 300) && openUnder(f, p) == 1 })
 	c.expectExactly(t, span{1, 300})
 	if s := f.Stats(); s.Errors != 1 || s.Rotations != 1 {
