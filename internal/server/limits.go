@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"log/slog"
-	"math"
 	"net"
 	"net/http"
 	"net/netip"
@@ -559,65 +557,6 @@ func (l *scrapeLimiter) next() int {
 		}
 	}
 	return next
-}
-
-// placedTable tells, for a client, the count of places (see scrapeLimiter.places) when
-// it was last given or refused one, in a table of fixed size, whatever the clients: each
-// count is kept in placedHashes slots chosen by a keyed hash of the client, and a client
-// is told the least of its slots. A client is never told an earlier place than its own
-// last (a slot only grows), so a crowd is never taken for clients given none lately;
-// a Prometheus, which scrapes once an interval, is told a later place than its own only
-// where every one of its slots was taken since by the crowd, which a crowd of 5000
-// addresses does for one address in about a hundred.
-//
-// It was a map of the clients that left the limiter in the last second or two, 4096 at
-// most, those past it forgotten: a crowd of more addresses than that, each sending its
-// next scrape soon after one was answered, had the forgotten ones come back as given
-// none lately, as a Prometheus does, and of those the one waiting longest was put out
-// (every scrape of a Prometheus beside 5000 such addresses got 503). A client that takes
-// a new address for each scrape (a host picking addresses of its IPv6 /64) is still
-// given none lately each time, and goes before a Prometheus.
-type placedTable struct {
-	seed  maphash.Seed
-	slots *[placedSlots]uint64 // made at the first place given or refused
-}
-
-// placedSlots is the size of a placedTable (512 KiB), placedHashes the slots of each
-// client.
-const (
-	placedSlots  = 1 << 16
-	placedHashes = 3
-)
-
-func newPlacedTable() placedTable { return placedTable{seed: maphash.MakeSeed()} }
-
-// index returns the slots of client.
-func (t *placedTable) index(client string) [placedHashes]uint16 {
-	h := maphash.String(t.seed, client)
-	return [placedHashes]uint16{uint16(h), uint16(h >> 16), uint16(h >> 32)}
-}
-
-// get is the count of places when client was last given or refused one, or later; 0
-// if none.
-func (t *placedTable) get(client string) uint64 {
-	if t.slots == nil {
-		return 0
-	}
-	least := uint64(math.MaxUint64)
-	for _, i := range t.index(client) {
-		least = min(least, t.slots[i])
-	}
-	return least
-}
-
-// set notes that client was given or refused a place at count places.
-func (t *placedTable) set(client string, places uint64) {
-	if t.slots == nil {
-		t.slots = new([placedSlots]uint64)
-	}
-	for _, i := range t.index(client) {
-		t.slots[i] = max(t.slots[i], places)
-	}
 }
 
 // refuse notes that s, out of the waiting scrapes, was refused a place. Under l.mu.
