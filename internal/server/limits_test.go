@@ -1088,7 +1088,7 @@ func TestScrapeBudgetSlowRequest(t *testing.T) {
 		if got.code != http.StatusOK {
 			t.Errorf("the scrape beside a slow request: HTTP %d, want 200", got.code)
 		}
-	case <-time.After(10 * time.Second):
+	case <-hung(t):
 		t.Error("a scrape waits for the cost of another request to be read")
 	}
 	close(read)
