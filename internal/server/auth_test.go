@@ -45,7 +45,7 @@ func TestPasswordGuessesHoldNoConnection(t *testing.T) {
 	replies := make(chan reply, max)
 	for i := range max {
 		// Each from an address of its own (127.0.0.2, .3, ...).
-		go func() { replies <- guess(ts, byte(2+i), i) }()
+		go func() { replies <- guess(t, ts, byte(2+i), i) }()
 	}
 	for range max - unverifiedAtOnce {
 		if r := <-replies; r.err != nil || r.status != http.StatusTooManyRequests {
@@ -56,7 +56,7 @@ func TestPasswordGuessesHoldNoConnection(t *testing.T) {
 	for range unverifiedAtOnce {
 		select {
 		case <-g.checking:
-		case <-time.After(2 * time.Second):
+		case <-hung(t):
 			t.Fatal("two guesses are not being checked")
 		}
 	}
@@ -81,7 +81,7 @@ func TestPasswordGuessesFromOneAddress(t *testing.T) {
 	// The guesses come from 127.0.0.2, the scraper from 127.0.0.1.
 	replies := make(chan reply, max)
 	for i := range max - 1 {
-		go func() { replies <- guess(ts, 2, i) }()
+		go func() { replies <- guess(t, ts, 2, i) }()
 	}
 	for range max - 2 {
 		if r := <-replies; r.err != nil || r.status != http.StatusTooManyRequests {
@@ -91,7 +91,7 @@ func TestPasswordGuessesFromOneAddress(t *testing.T) {
 	}
 	select {
 	case <-g.checking:
-	case <-time.After(2 * time.Second):
+	case <-hung(t):
 		t.Fatal("no guess is being checked")
 	}
 	// The scraper's password is checked (here: passes at once) while a guess is.
@@ -108,7 +108,7 @@ func TestPasswordRepeatedOnManyConnections(t *testing.T) {
 
 	replies := make(chan reply, max)
 	for range 1 + waitersPerCheck + refused {
-		go func() { replies <- guess(ts, 2, 0) }()
+		go func() { replies <- guess(t, ts, 2, 0) }()
 	}
 	for range refused {
 		if r := <-replies; r.err != nil || r.status != http.StatusTooManyRequests {
@@ -118,7 +118,7 @@ func TestPasswordRepeatedOnManyConnections(t *testing.T) {
 	}
 	select {
 	case <-g.checking:
-	case <-time.After(2 * time.Second):
+	case <-hung(t):
 		t.Fatal("the password is not being checked")
 	}
 	g.release()
@@ -170,15 +170,15 @@ type reply struct {
 }
 
 // guess sends ts a request with guessedUser's n-th wrong password from 127.0.0.ip, on a
-// connection of its own, and waits for its reply up to two seconds.
-func guess(ts *httptest.Server, ip byte, n int) reply {
+// connection of its own, and waits for its reply until t hangs (see hung).
+func guess(t *testing.T, ts *httptest.Server, ip byte, n int) reply {
 	dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, ip)}}
 	c, err := dialer.Dial("tcp", ts.Listener.Addr().String())
 	if err != nil {
 		return reply{err: err}
 	}
 	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+	_ = c.SetDeadline(hangDeadline(t))
 	fmt.Fprintf(c, "GET /metrics HTTP/1.1\r\nHost: x\r\nAuthorization: Basic %s\r\n\r\n", basicAuth(guessedUser, fmt.Sprint("guess", n)))
 	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 	if err != nil {

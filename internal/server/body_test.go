@@ -38,7 +38,7 @@ func let(t *testing.T, gone <-chan struct{}, what string) {
 	t.Helper()
 	select {
 	case <-gone:
-	case <-time.After(2 * time.Second):
+	case <-hung(t):
 		t.Fatalf("the server still holds %s", what)
 	}
 }
@@ -56,7 +56,7 @@ func trickle(t *testing.T, addr, request string, want int, gone <-chan struct{})
 		t.Fatal(err)
 	}
 	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(3 * time.Second))
+	_ = c.SetDeadline(hangDeadline(t))
 	if _, err := io.WriteString(c, request); err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +217,7 @@ func TestUnreadBodiesBehindBasicAuth(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.Close()
-		_ = c.SetDeadline(time.Now().Add(3 * time.Second))
+		_ = c.SetDeadline(hangDeadline(t))
 		body := "input=&lines=GET"
 		r := bufio.NewReader(c)
 		for range 2 {

@@ -52,7 +52,7 @@ func TestServerErrorsLogged(t *testing.T) {
 	}
 	conn.Close()
 
-	timeout := time.After(10 * time.Second)
+	timeout := hung(t)
 	for {
 		select {
 		case line := <-lines:
@@ -103,7 +103,7 @@ func TestHandshakeErrorsThrottled(t *testing.T) {
 	for range probes {
 		select {
 		case <-closed:
-		case <-time.After(10 * time.Second):
+		case <-hung(t):
 			t.Fatal("the server did not close the probes' connections")
 		}
 	}
@@ -219,7 +219,7 @@ func TestWebConfigBrokenAfterStart(t *testing.T) {
 				t.Errorf("the web config's error does not name the file: %s", line)
 			}
 			return
-		case <-time.After(5 * time.Second):
+		case <-hung(t):
 			t.Fatal("the web config's error is not logged")
 		}
 	}
@@ -265,14 +265,14 @@ func TestHTTP2ClientErrorsThrottled(t *testing.T) {
 				if _, err := c.Write([]byte(tc.sent)); err != nil {
 					t.Fatal(err)
 				}
-				_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+				_ = c.SetReadDeadline(hangDeadline(t))
 				_, _ = io.Copy(io.Discard, c)
 				c.Close()
 			}
 			for range clients {
 				select {
 				case <-closed:
-				case <-time.After(10 * time.Second):
+				case <-hung(t):
 					t.Fatal("the server did not close the connections")
 				}
 			}
@@ -307,7 +307,7 @@ func TestHandshakeFailuresNamed(t *testing.T) {
 		defer c.Close()
 		if send != "" {
 			fmt.Fprint(c, send)
-			_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			_ = c.SetReadDeadline(hangDeadline(t))
 			_, _ = io.Copy(io.Discard, c)
 		}
 	}
@@ -356,7 +356,7 @@ func TestHandshakeFailuresNamed(t *testing.T) {
 				t.Helper()
 				select {
 				case <-closed:
-				case <-time.After(10 * time.Second):
+				case <-hung(t):
 					t.Fatal("the server did not close the connection")
 				}
 			}

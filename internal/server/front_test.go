@@ -8,7 +8,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/prometheus/common/promslog"
 )
@@ -46,7 +45,7 @@ func TestFrontLetsOtherCredentialsThrough(t *testing.T) {
 			go func() { first <- request(tc.first).Code }()
 			select {
 			case <-held:
-			case <-time.After(2 * time.Second):
+			case <-hung(t):
 				t.Fatal("the first request does not reach the toolkit")
 			}
 			if code := request(tc.second).Code; code != http.StatusOK {
@@ -109,7 +108,7 @@ func TestFrontOneCheckPerAddress(t *testing.T) {
 			go func() { first <- request(tc.first, "guess0", true) }()
 			select {
 			case <-held:
-			case <-time.After(2 * time.Second):
+			case <-hung(t):
 				t.Fatal("the first request is not being checked")
 			}
 			want := http.StatusUnauthorized
@@ -195,7 +194,7 @@ func frontRequestWithBody(f http.Handler, ctx context.Context, addr, password st
 	return w
 }
 
-// waiting waits up to two seconds for c to be watched, failing if reply comes first: the
+// waiting waits for c to be watched (see hung), failing if reply comes first: the
 // request was answered rather than made to wait.
 func waiting(t *testing.T, c *watched, reply <-chan *httptest.ResponseRecorder) {
 	t.Helper()
@@ -203,7 +202,7 @@ func waiting(t *testing.T, c *watched, reply <-chan *httptest.ResponseRecorder) 
 	case <-c.asked:
 	case w := <-reply:
 		t.Fatalf("a request whose credentials are being checked: HTTP %d at once, want it to wait for the check", w.Code)
-	case <-time.After(2 * time.Second):
+	case <-hung(t):
 		t.Fatal("a request whose credentials are being checked neither waits nor is answered")
 	}
 }
@@ -240,7 +239,7 @@ func TestFrontSameCredentialsWaitForTheirCheck(t *testing.T) {
 			go func() { first <- frontRequestWithBody(f, nil, tc.first, tc.password, true, tc.body) }()
 			select {
 			case <-held:
-			case <-time.After(2 * time.Second):
+			case <-hung(t):
 				t.Fatal("the first request is not being checked")
 			}
 			ctx := watch(context.Background())
@@ -283,7 +282,7 @@ func TestFrontWaitersPerCheck(t *testing.T) {
 	go func() { first <- frontRequest(f, nil, addr, "wrong", true) }()
 	select {
 	case <-held:
-	case <-time.After(2 * time.Second):
+	case <-hung(t):
 		t.Fatal("the first request is not being checked")
 	}
 	// wait sends a request with the password being checked, which waits for the check.
@@ -310,7 +309,7 @@ func TestFrontWaitersPerCheck(t *testing.T) {
 	cancels[0]()
 	select {
 	case <-replies[0]:
-	case <-time.After(2 * time.Second):
+	case <-hung(t):
 		t.Fatal("a waiter whose client went away still waits")
 	}
 	_, reply := wait()
@@ -353,7 +352,7 @@ func TestFrontWaitersOfACheckThatPanics(t *testing.T) {
 	}()
 	select {
 	case <-held:
-	case <-time.After(2 * time.Second):
+	case <-hung(t):
 		t.Fatal("the first request is not being checked")
 	}
 	ctx := watch(context.Background())

@@ -429,7 +429,7 @@ func TestClockSteps(t *testing.T) {
 		e.writeLines(accessLine("GET", "/a", 200, 1))
 		select {
 		case <-pause.reached:
-		case <-time.After(10 * time.Second):
+		case <-hung(t):
 			t.Fatal("the input never read the clock")
 		}
 		// Frozen in the middle of a line; two hours pass and more lines arrive.

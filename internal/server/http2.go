@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"time"
 )
 
 // serveHTTP2 is the TLSNextProto of "h2" of the servers whose connections l bounds: it
@@ -111,16 +112,50 @@ func (l *connLimiter) goAwayAll() {
 // between requests with a GOAWAY (see serveHTTP2), while fewer than a quarter of max
 // (one at least) sent one are still open; any other is closed at once. A GOAWAY's
 // connection stays open until the requests it took are answered, and a second after
-// (net/http's wait for the client to read it): so held sockets go past max by that
-// quarter at most, however fast clients make connections to be put out. One waiting
-// for its first request, or whose client does not read, is closed: it has no request
-// of the moment to lose, or would hold its socket until the write timeout. Under l.mu.
+// (net/http's wait for the client to read it), or until no handler ran on it for twice
+// the grace (see closeDrained): so held sockets go past max by that quarter at most,
+// however fast clients make connections to be put out, each for a while at most. One
+// waiting for its first request, or whose client does not read, is closed: it has no
+// request of the moment to lose, or would hold its socket until the write timeout.
+// Under l.mu.
 func (l *connLimiter) end(c net.Conn, idle bool) {
 	if hc := l.goAway[c]; hc != nil && idle && !hc.draining && l.draining < max(1, l.max/4) {
 		hc.draining = true
 		l.draining++
 		go hc.away()
+		l.closeDrained(c, hc, time.Now())
 		return
 	}
 	go c.Close()
+}
+
+// closeDrained closes c, sent a GOAWAY at since, once no handler has run on it for
+// twice the grace. net/http closes it a second after it wrote the GOAWAY, but that
+// write waits for the client to read what was written before, and a client that reads
+// nothing more would hold it, and its place among those draining, as long as it likes.
+// Under l.mu.
+func (l *connLimiter) closeDrained(c net.Conn, hc *http2Conn, since time.Time) {
+	time.AfterFunc(time.Until(since.Add(2*l.grace)), func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.goAway[c] != hc {
+			return // closed
+		}
+		// Taken again by its ConnState since the GOAWAY, while it answers a request.
+		last := since
+		if t, ok := l.idle[c]; ok {
+			last = t
+		}
+		if b := l.running[c]; b != nil {
+			last = b.since
+			if b.handlers > 0 {
+				last = time.Now()
+			}
+		}
+		if last.After(since) {
+			l.closeDrained(c, hc, last)
+			return
+		}
+		go c.Close()
+	})
 }

@@ -189,9 +189,10 @@ func TestHTTP2IdleTimeoutGoesAway(t *testing.T) {
 
 // TestConnLimiterDrainingBounded: an HTTP/2 connection put out while idle between
 // requests is sent a GOAWAY and stays open until its requests are answered, a second at
-// least: while a quarter of max (one at least) do, the next is closed at once, so that
-// clients making connections to be put out cannot have the exporter hold sockets past
-// max by more than that. One waiting for its first request is closed at once too.
+// least, twice the grace at most once no request runs on it: while a quarter of max (one
+// at least) do, the next is closed at once, so that clients making connections to be put
+// out cannot have the exporter hold sockets past max by more than that. One waiting for
+// its first request is closed at once too.
 func TestConnLimiterDrainingBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := newConnLimiter(4, time.Second, slog.New(slog.DiscardHandler))
@@ -217,12 +218,19 @@ func TestConnLimiterDrainingBounded(t *testing.T) {
 		conn("d", "10.0.0.3:1000")
 		conn("e", "10.0.0.4:1000") // puts a out: a GOAWAY
 		conn("f", "10.0.0.5:1000") // puts b out: one drains already, closed
-		time.Sleep(2 * time.Second)
+		time.Sleep(2*time.Second - time.Millisecond)
 		conn("g", "10.0.0.6:1000") // puts c out, fresh for the grace: closed
 		synctest.Wait()
 		if len(away) != 1 || away[0] != "a" || a.closed.Load() || !b.closed.Load() || !c.closed.Load() {
 			t.Errorf("GOAWAY sent on %v, a closed %v, b %v, c %v; want a GOAWAY on a alone, b and c closed",
 				away, a.closed.Load(), b.closed.Load(), c.closed.Load())
+		}
+		// a, whose GOAWAY no client read, ran no request since: closed twice the grace
+		// after its GOAWAY.
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		if !a.closed.Load() {
+			t.Error("a connection sent a GOAWAY, running no request, is open twice the grace after it")
 		}
 	})
 }

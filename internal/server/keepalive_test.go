@@ -195,7 +195,7 @@ func TestKeptAliveRequestNotHeldByALoad(t *testing.T) {
 	go configs.recheck(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { close(served) })).ServeHTTP(httptest.NewRecorder(), r)
 	select {
 	case <-served:
-	case <-time.After(10 * time.Second): // a bound, not a wait: served at once, or never while the load lasts
+	case <-hung(t): // a bound, not a wait: served at once, or never while the load lasts
 		t.Error("a request on a connection kept alive waited for a handshake's load")
 	}
 	close(release)
@@ -238,7 +238,7 @@ func TestKeptAliveRequestNotHeldByItsLook(t *testing.T) {
 			if !ran {
 				t.Fatalf("request %d refused; want served", i+1)
 			}
-		case <-time.After(10 * time.Second): // a bound, not a wait
+		case <-hung(t): // a bound, not a wait
 			t.Fatalf("request %d on a connection kept alive waited for the look at the files, which hangs", i+1)
 		}
 	}

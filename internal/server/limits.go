@@ -1,12 +1,11 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"log/slog"
-	"math"
 	"net"
 	"net/http"
 	"net/netip"
@@ -151,8 +150,9 @@ func connHost(c net.Conn) string {
 // IPv4 address. An IPv6 address is not widened to its /64, as internet rate limiters
 // count: inside a cluster a /64 is a node's pods (Kubernetes gives each node one), so
 // Prometheus would share its share with every pod beside it, and one of them flooding
-// would crowd out its scrapes. What is no IP address (a unix socket's peer, a vsock
-// context ID) is itself.
+// would crowd out its scrapes (the scrape limiter shares places by /64 first, then by
+// address within it: see clientGroup). What is no IP address (a unix socket's peer, a
+// vsock context ID) is itself.
 func client(addr string) string {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -163,6 +163,22 @@ func client(addr string) string {
 		return host
 	}
 	return ip.Unmap().String()
+}
+
+// clientGroup is the group of client (see client) that the scrape limiter shares places
+// between before it shares a group's between its clients: an IPv6 address's /64, which
+// a host is given at least and may take any address of for each connection, so that
+// one host is not as many clients as it takes addresses; within the /64, its
+// addresses, so that inside a cluster, where a /64 is a Kubernetes node's pods, a pod
+// flooding beside a Prometheus does not crowd it out. A link-local address (fe80::/10),
+// whose /64 every host on the link shares, an IPv4 address and what is no address are
+// their own group.
+func clientGroup(client string) string {
+	ip, err := netip.ParseAddr(client)
+	if err != nil || !ip.Is6() || ip.IsLinkLocalUnicast() {
+		return client
+	}
+	return netip.PrefixFrom(ip.WithZone(""), 64).Masked().String()
 }
 
 // crowding is the fresh connection that has waited longest of the client address
@@ -300,7 +316,7 @@ func (l *connLimiter) track(c net.Conn, state http.ConnState) {
 // written. A scrape past max waits, up to wait, for a place: one that frees, or that of a
 // scrape whose write has been blocked for stall (a client that does not read), which is
 // ended. The scrape that came last is given the next place, of the client (its address:
-// see client) running the fewest, and of those the one given or refused a place longest
+// see client, within its IPv6 /64: see clientGroup) running the fewest, and of those the one given or refused a place longest
 // ago (see next), and when max scrapes wait already, of the clients with the most
 // waiting, the one given or refused a place last, its scrape that has waited longest,
 // gets 503 at once: so clients that came before and do not read cannot keep out a
@@ -386,8 +402,10 @@ func (l *scrapeLimiter) withBudget(budget int64, cost func(*http.Request) func()
 
 // scrape is one scrape in flight, or waiting.
 type scrape struct {
-	// client is its request's client (see client), which the limiter shares places by.
-	client string
+	// client is its request's client (see client), group the client's (see
+	// clientGroup), which the limiter shares places by: between groups, and within one
+	// between its clients.
+	client, group string
 	// blocked is when its current write to the client began, in Unix nanoseconds; 0
 	// outside writes.
 	blocked atomic.Int64
@@ -427,7 +445,8 @@ func (w scrapeWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 func (l *scrapeLimiter) handler(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rc := http.NewResponseController(w)
-		s := &scrape{client: client(r.RemoteAddr), end: func() { _ = rc.SetWriteDeadline(time.Now()) }, given: make(chan bool, 1)}
+		c := client(r.RemoteAddr)
+		s := &scrape{client: c, group: clientGroup(c), end: func() { _ = rc.SetWriteDeadline(time.Now()) }, given: make(chan bool, 1)}
 		if l.budget > 0 {
 			s.cost = l.cost(r)
 		}
@@ -514,116 +533,77 @@ func (l *scrapeLimiter) acquire(r *http.Request, s *scrape) (bool, refusal) {
 	}
 }
 
-// crowding is the index in l.waiting of the scrape to put out of it: of the clients with
-// the most waiting, the one given or refused a place last (or, of those given or
+// crowding is the index in l.waiting of the scrape to put out of it: of the groups (see
+// clientGroup) with the most waiting, of their clients with the most waiting, the one
+// whose group, then itself, was given or refused a place last (or, of those given or
 // refused none lately, the first come), the scrape of it that has waited longest; so
 // that a client sending scrapes faster than places free puts out its own, not
-// another's, and clients sending their next scrape as soon as one is answered put out
-// theirs, not a scraper's. Under l.mu.
+// another's, and clients sending their next scrape as soon as one is answered, or a
+// host taking a new address of its /64 for each, put out theirs, not a scraper's.
+// Under l.mu.
 func (l *scrapeLimiter) crowding() int {
-	waiting := map[string]int{}
-	most := 0
+	waiting, waitingGroup := map[string]int{}, map[string]int{}
 	for _, w := range l.waiting {
 		waiting[w.client]++
-		most = max(most, waiting[w.client])
+		waitingGroup[w.group]++
 	}
-	out := -1
-	for i, w := range l.waiting {
-		if waiting[w.client] == most && (out < 0 || l.placed.get(w.client) > l.placed.get(l.waiting[out].client)) {
+	out := 0
+	for i := 1; i < len(l.waiting); i++ {
+		a, b := l.waiting[i], l.waiting[out]
+		if c := cmp.Or(cmp.Compare(waitingGroup[a.group], waitingGroup[b.group]), cmp.Compare(waiting[a.client], waiting[b.client]), l.placedOrder(a, b)); c > 0 {
 			out = i
 		}
 	}
 	return out
 }
 
+// placedOrder compares when the clients of a and b were last given or refused a place
+// (see placedTable): their groups' first, when they are of two, then their own.
+// Under l.mu.
+func (l *scrapeLimiter) placedOrder(a, b *scrape) int {
+	if a.group != b.group {
+		if c := cmp.Compare(l.placed.get(a.group), l.placed.get(b.group)); c != 0 {
+			return c
+		}
+	}
+	return cmp.Compare(l.placed.get(a.client), l.placed.get(b.client))
+}
+
+// note notes that the client of s, and its group, were given or refused a place now
+// (l.places). Under l.mu.
+func (l *scrapeLimiter) note(s *scrape) {
+	l.placed.set(s.client, l.places)
+	if s.group != s.client {
+		l.placed.set(s.group, l.places)
+	}
+}
+
 // next is the index in l.waiting of the scrape to give the next place: the last come of
-// the client running the fewest scrapes, of those the one given or refused a place
+// the client running the fewest scrapes of the group (see clientGroup) running the
+// fewest, of those the one whose group, then itself, was given or refused a place
 // longest ago (or not lately), so that a client sending scrapes faster than places free
 // does not take every place that frees: its short scrapes, each ended as a place frees,
 // leave it running as few as a scraper that waits. Under l.mu.
 func (l *scrapeLimiter) next() int {
-	running := map[string]int{}
+	running, runningGroup := map[string]int{}, map[string]int{}
 	for r := range l.running {
 		running[r.client]++
-	}
-	before := func(a, b string) bool {
-		if running[a] != running[b] {
-			return running[a] < running[b]
-		}
-		return l.placed.get(a) < l.placed.get(b)
+		runningGroup[r.group]++
 	}
 	next := len(l.waiting) - 1
 	for i := next - 1; i >= 0; i-- {
-		if before(l.waiting[i].client, l.waiting[next].client) {
+		a, b := l.waiting[i], l.waiting[next]
+		if c := cmp.Or(cmp.Compare(runningGroup[a.group], runningGroup[b.group]), cmp.Compare(running[a.client], running[b.client]), l.placedOrder(a, b)); c < 0 {
 			next = i
 		}
 	}
 	return next
 }
 
-// placedTable tells, for a client, the count of places (see scrapeLimiter.places) when
-// it was last given or refused one, in a table of fixed size, whatever the clients: each
-// count is kept in placedHashes slots chosen by a keyed hash of the client, and a client
-// is told the least of its slots. A client is never told an earlier place than its own
-// last (a slot only grows), so a crowd is never taken for clients given none lately;
-// a Prometheus, which scrapes once an interval, is told a later place than its own only
-// where every one of its slots was taken since by the crowd, which a crowd of 5000
-// addresses does for one address in about a hundred.
-//
-// It was a map of the clients that left the limiter in the last second or two, 4096 at
-// most, those past it forgotten: a crowd of more addresses than that, each sending its
-// next scrape soon after one was answered, had the forgotten ones come back as given
-// none lately, as a Prometheus does, and of those the one waiting longest was put out
-// (every scrape of a Prometheus beside 5000 such addresses got 503). A client that takes
-// a new address for each scrape (a host picking addresses of its IPv6 /64) is still
-// given none lately each time, and goes before a Prometheus.
-type placedTable struct {
-	seed  maphash.Seed
-	slots *[placedSlots]uint64 // made at the first place given or refused
-}
-
-// placedSlots is the size of a placedTable (512 KiB), placedHashes the slots of each
-// client.
-const (
-	placedSlots  = 1 << 16
-	placedHashes = 3
-)
-
-func newPlacedTable() placedTable { return placedTable{seed: maphash.MakeSeed()} }
-
-// index returns the slots of client.
-func (t *placedTable) index(client string) [placedHashes]uint16 {
-	h := maphash.String(t.seed, client)
-	return [placedHashes]uint16{uint16(h), uint16(h >> 16), uint16(h >> 32)}
-}
-
-// get is the count of places when client was last given or refused one, or later; 0
-// if none.
-func (t *placedTable) get(client string) uint64 {
-	if t.slots == nil {
-		return 0
-	}
-	least := uint64(math.MaxUint64)
-	for _, i := range t.index(client) {
-		least = min(least, t.slots[i])
-	}
-	return least
-}
-
-// set notes that client was given or refused a place at count places.
-func (t *placedTable) set(client string, places uint64) {
-	if t.slots == nil {
-		t.slots = new([placedSlots]uint64)
-	}
-	for _, i := range t.index(client) {
-		t.slots[i] = max(t.slots[i], places)
-	}
-}
-
 // refuse notes that s, out of the waiting scrapes, was refused a place. Under l.mu.
 func (l *scrapeLimiter) refuse(s *scrape) {
 	l.places++
-	l.placed.set(s.client, l.places)
+	l.note(s)
 }
 
 // fits reports whether s may run beside the running scrapes. Under l.mu.
@@ -645,7 +625,7 @@ func (l *scrapeLimiter) fill() time.Duration {
 		l.waiting = slices.Delete(l.waiting, i, i+1)
 		l.running[w] = struct{}{}
 		l.places++
-		l.placed.set(w.client, l.places)
+		l.note(w)
 		l.held += w.charge
 		if w.alone {
 			l.alone++

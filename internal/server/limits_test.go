@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -416,7 +415,19 @@ func TestScrapeLimiter(t *testing.T) {
 // past max waiting now puts out the oldest of the client (an address) with
 // the most waiting, and a place goes to the scrape of the client running the fewest,
 // the last come of them.
+//
+// An IPv6 flood and scraper of one /64, as Kubernetes gives a node's pods, are clients of
+// their own too: within a /64 scrapes are shared by address.
 func TestScrapeLimiterSharedByClients(t *testing.T) {
+	for _, tc := range []struct{ name, flood, scraper string }{
+		{"IPv4", floodAddr, scraperAddr},
+		{"one IPv6 /64", "[2001:db8::99]:40000", "[2001:db8::1]:50000"},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testScrapeLimiterSharedByClients(t, tc.flood, tc.scraper) })
+	}
+}
+
+func testScrapeLimiterSharedByClients(t *testing.T, floodAddr, scraperAddr string) {
 	const stall, wait = time.Second, 5 * time.Second
 	synctest.Test(t, func(t *testing.T) {
 		l := newScrapeLimiter(2, stall, wait, slog.New(slog.DiscardHandler))
@@ -489,8 +500,8 @@ func TestScrapeLimiterFloodOfShortScrapes(t *testing.T) {
 }
 
 // TestScrapeLimiterClientsBounded: what the limiter keeps of the clients is its table of
-// fixed size (placedTable): a scrape from an address never seen costs no more
-// allocations than one from an address seen before. It kept the clients that left in
+// bounded size (placedTable), which doubles a few times as addresses come: a scrape from
+// an address never seen costs no more allocations than one from an address seen before. It kept the clients that left in
 // the last second or two, 4096 of them at most, a map entry and a string each.
 func TestScrapeLimiterClientsBounded(t *testing.T) {
 	l := newScrapeLimiter(2, time.Second, 5*time.Second, slog.New(slog.DiscardHandler))
@@ -625,22 +636,7 @@ func TestScrapeLimiterCrowdPastRemembered(t *testing.T) {
 			}
 			return w.Code
 		})
-		// Its address is one the crowd's do not cover every slot of in the limiter's
-		// table (placedTable), as about 99 in 100 are against 5000 addresses: it would
-		// be told the place of one of theirs.
-		covered := map[uint16]bool{}
-		for i := range int64(crowd) {
-			for _, slot := range l.placed.index(client(addr(i))) {
-				covered[slot] = true
-			}
-		}
-		var scraper string
-		for b := 1; scraper == ""; b++ {
-			slots := l.placed.index(fmt.Sprintf("127.1.1.%d", b))
-			if slices.ContainsFunc(slots[:], func(slot uint16) bool { return !covered[slot] }) {
-				scraper = fmt.Sprintf("127.1.1.%d:50000", b)
-			}
-		}
+		scraper := "127.1.1.1:50000"
 		mark := int64(0)
 		for i := range 3 {
 			for next.Load() < mark+2*crowd {
@@ -654,6 +650,37 @@ func TestScrapeLimiterCrowdPastRemembered(t *testing.T) {
 		stopCrowd()
 		release()
 		t.Logf("the crowd's scrapes: %d, %d of them 503", next.Load(), refused.Load())
+	})
+}
+
+// TestScrapeLimiterCrowdOfOneIPv6Subnet: a host holds an IPv6 /64 and may take any
+// address of it for each connection. Counted by address, a crowd from one /64 taking a
+// new address for each scrape was a client never given a place each time, gone before a
+// scraper of another address, and of those with one scrape waiting, the scraper, given a
+// place lately, was put out: every one of its scrapes got 503. The addresses of a /64
+// are one client now, within which places go by address.
+func TestScrapeLimiterCrowdOfOneIPv6Subnet(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const workers = 64
+		l, start, short, release := placeHeld()
+		var next atomic.Int64
+		stopCrowd := crowdOf(workers, func(int) int {
+			i := next.Add(1)
+			r := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+			r.RemoteAddr = fmt.Sprintf("[2001:db8:1::%x:%x]:40000", i>>16, i&0xffff)
+			w := httptest.NewRecorder()
+			short.ServeHTTP(w, r)
+			return w.Code
+		})
+		time.Sleep(100 * time.Millisecond)
+		for i := range 3 {
+			if got := <-serveFrom(l, start, httptest.NewRecorder(), nil, "/metrics", "[2001:db8:2::1]:50000"); got.code != http.StatusOK {
+				t.Errorf("the scraper's scrape %d beside a crowd of new addresses of one /64: HTTP %d, want 200", i, got.code)
+			}
+			time.Sleep(2 * time.Second)
+		}
+		stopCrowd()
+		release()
 	})
 }
 
@@ -1061,7 +1088,7 @@ func TestScrapeBudgetSlowRequest(t *testing.T) {
 		if got.code != http.StatusOK {
 			t.Errorf("the scrape beside a slow request: HTTP %d, want 200", got.code)
 		}
-	case <-time.After(10 * time.Second):
+	case <-hung(t):
 		t.Error("a scrape waits for the cost of another request to be read")
 	}
 	close(read)
@@ -1090,6 +1117,30 @@ func TestClient(t *testing.T) {
 	} {
 		if got := client(tc.addr); got != tc.want {
 			t.Errorf("client(%q) = %q, want %q", tc.addr, got, tc.want)
+		}
+	}
+}
+
+// TestClientGroup: the group a client's scrapes share places in before its own: an IPv6
+// address's /64, but a link-local one's (every host on a link has an address of
+// fe80::/64); an IPv4 address (one mapped into IPv6 is one, see client) and what is no
+// address are their own.
+func TestClientGroup(t *testing.T) {
+	for _, tc := range []struct{ addr, want string }{
+		{"10.0.0.1:40000", "10.0.0.1"},
+		{"[::ffff:10.0.0.1]:40000", "10.0.0.1"},
+		{"[2001:db8::1]:40000", "2001:db8::/64"},
+		{"[2001:db8::ffff:2]:40001", "2001:db8::/64"},
+		{"[2001:db8:0:1::1]:40000", "2001:db8:0:1::/64"},
+		{"[2001:db8::1%eth0]:40000", "2001:db8::/64"},
+		{"[fe80::1%eth0]:40000", "fe80::1%eth0"},
+		{"[fe80::2%eth0]:40000", "fe80::2%eth0"},
+		{"@", "@"},
+		{"host(2):1024", "host(2)"},
+		{"", ""},
+	} {
+		if got := clientGroup(client(tc.addr)); got != tc.want {
+			t.Errorf("clientGroup(client(%q)) = %q, want %q", tc.addr, got, tc.want)
 		}
 	}
 }

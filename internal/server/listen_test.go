@@ -85,7 +85,7 @@ func TestServeFailsWhole(t *testing.T) {
 			}()
 			select {
 			case err = <-served:
-			case <-time.After(10 * time.Second):
+			case <-hung(t):
 				t.Fatalf("Serve serves; want an error saying %q", tc.want)
 			}
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -558,7 +558,7 @@ func TestServeSignalsWhileTheWebConfigSettles(t *testing.T) {
 				if err != nil {
 					t.Errorf("Serve: %v; want it ended by SIGTERM", err)
 				}
-			case <-time.After(10 * time.Second):
+			case <-hung(t):
 				t.Fatal("Serve goes on after SIGTERM")
 			}
 		})

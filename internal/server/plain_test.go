@@ -82,7 +82,7 @@ func TestTLSToPlainLogged(t *testing.T) {
 					first = conn.LocalAddr().String()
 				}
 				c := tls.Client(conn, &tls.Config{InsecureSkipVerify: true})
-				_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+				_ = c.SetDeadline(hangDeadline(t))
 				if err := c.Handshake(); err == nil {
 					t.Fatal("a TLS handshake with a plain HTTP listener succeeded")
 				}
@@ -91,7 +91,7 @@ func TestTLSToPlainLogged(t *testing.T) {
 			for range clients {
 				select {
 				case <-closed:
-				case <-time.After(10 * time.Second):
+				case <-hung(t):
 					t.Fatal("the server did not close the TLS clients' connections")
 				}
 			}

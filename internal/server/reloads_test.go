@@ -94,7 +94,7 @@ func TestReloadRequestsWaitingBounded(t *testing.T) {
 		}()
 	}
 	// Those past the bound are answered while the reload still runs.
-	deadline := time.After(10 * time.Second)
+	deadline := hung(t)
 	for range asked - maxReloadWaiting {
 		select {
 		case rec := <-answers:

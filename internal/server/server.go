@@ -259,6 +259,9 @@ func settleWebConfig(path string, now func() time.Time, sleep func(time.Duration
 	var s steady
 	start := now()
 	for {
+		if checkWebConfigFile(path) != nil {
+			return // refused by CheckWebConfig, unread
+		}
 		at := now()
 		stamps, named, read, text := stampWebConfig(path, os.ReadFile)
 		if named == nil || !unchanged(stamps) {
@@ -319,6 +322,9 @@ func CheckWebConfig(path string, logger *slog.Logger) error {
 // of, and so are a file larger than maxUsualWebConfigBytes and a certificate out of its
 // dates.
 func checkWebConfig(path string, logger *slog.Logger) error {
+	if err := checkWebConfigFile(path); err != nil {
+		return err
+	}
 	if err := web.Validate(path); err != nil {
 		// The toolkit's error of a password that is no bcrypt hash names neither the key
 		// nor the user.
@@ -437,6 +443,36 @@ func checkClientCAs(c *web.TLSConfig) error {
 		return fmt.Errorf("%s holds no certificate in PEM (-----BEGIN CERTIFICATE-----): every client certificate would be refused as of an unknown authority", what)
 	}
 	return nil
+}
+
+// maxWebConfigBytes is the size of the largest web config read, as of a rule file
+// (config.MaxFileBytes; a mounted ConfigMap holds at most 1 MiB): exporter-toolkit reads
+// and parses the web config whole for every request and TLS handshake, before any
+// password is checked, a millisecond of a core per 64 KiB.
+const maxWebConfigBytes = 1 << 20
+
+// webConfigFileError is why the web config at path, of info, is not read: it is no
+// regular file (exporter-toolkit would wait, at the start and in every request and
+// handshake, for a FIFO's writer, and read a device such as /dev/zero without end), or
+// it holds more than maxWebConfigBytes. nil if it may be read.
+func webConfigFileError(path string, info os.FileInfo) error {
+	if !info.Mode().IsRegular() {
+		return fmt.Errorf("the web config %s is not a regular file (%s): it is read for every request, and a FIFO or device would hold each; give a file", path, info.Mode().Type())
+	}
+	if info.Size() > maxWebConfigBytes {
+		return fmt.Errorf("the web config %s holds %d bytes, past the %d a web config may hold: it is read and parsed whole for every request; put certificates and CAs in files (cert_file, key_file, client_ca_file)", path, info.Size(), maxWebConfigBytes)
+	}
+	return nil
+}
+
+// checkWebConfigFile is webConfigFileError of the web config at path as it is now; nil
+// when it cannot be looked at (reading it tells why).
+func checkWebConfigFile(path string) error {
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil
+	}
+	return webConfigFileError(path, info)
 }
 
 // maxUsualWebConfigBytes is the size of the largest web config the start does not warn

@@ -39,7 +39,7 @@ func newH2Server(t *testing.T, h http.Handler, o Options) *httptest.Server {
 
 // dialH2 opens an HTTP/2 connection to addr by hand, for frames no Go client sends: it
 // writes the preface and SETTINGS with the given parameters (6 bytes each), and gives
-// the connection 10 s.
+// the connection until the test hangs (see hung).
 func dialH2(t *testing.T, addr string, settings []byte) *tls.Conn {
 	t.Helper()
 	c, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}})
@@ -47,7 +47,7 @@ func dialH2(t *testing.T, addr string, settings []byte) *tls.Conn {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
-	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	_ = c.SetDeadline(hangDeadline(t))
 	if _, err := io.WriteString(c, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"); err != nil {
 		t.Fatal(err)
 	}
@@ -84,8 +84,8 @@ func h2Await(c net.Conn, typ byte) error {
 }
 
 // floodPastLimit opens two connections to addr that send nothing, the second past a
-// limit of two with the one already open, and returns what reading the second gives
-// within 5 s: io.EOF where the limiter closed it.
+// limit of two with the one already open, and returns what reading the second gives:
+// io.EOF where the limiter closed it.
 func floodPastLimit(t *testing.T, addr string) error {
 	t.Helper()
 	var flood []net.Conn
@@ -97,7 +97,7 @@ func floodPastLimit(t *testing.T, addr string) error {
 		t.Cleanup(func() { _ = c.Close() })
 		flood = append(flood, c)
 	}
-	_ = flood[1].SetReadDeadline(time.Now().Add(5 * time.Second))
+	_ = flood[1].SetReadDeadline(hangDeadline(t))
 	_, err := flood[1].Read(make([]byte, 1))
 	return err
 }

@@ -273,6 +273,10 @@ func (c *tlsConfigs) currentLocked(hello *tls.ClientHelloInfo) (*tls.Config, err
 		return config, nil
 	}
 	c.config.Store(nil)
+	// Neither this nor the toolkit's load reads a web config it refuses.
+	if err := checkWebConfigFile(c.path); err != nil {
+		return nil, err
+	}
 	at := c.now()
 	stamps, named, read, text := stampWebConfig(c.path, c.readFile)
 	// Read, whole, as the config handshakes are held to was, and settled so (a generator

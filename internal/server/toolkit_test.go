@@ -935,7 +935,7 @@ func TestTLSHandshakeRefusedForWebConfigLoggedOnce(t *testing.T) {
 				for ; conns > 0; conns-- {
 					select {
 					case <-closed:
-					case <-time.After(10 * time.Second):
+					case <-hung(t):
 						t.Fatal("the server did not close a connection")
 					}
 				}

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"crypto/tls"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -167,6 +168,12 @@ func (c *webConfigWatch) handler(h http.Handler, addr string, s startOnly, read 
 	c.mu.Unlock()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		now := c.check()
+		if now.refused != nil {
+			// Not handed to the toolkit, which would read it.
+			c.errors.request(now.refused.Error())
+			http.Error(w, http.StatusText(http.StatusInternalServerError), http.StatusInternalServerError)
+			return
+		}
 		if user, password, ok := r.BasicAuth(); ok && now.badHashes[user] != nil {
 			c.errors.badHash(now.badHashes[user])
 			r = r.Clone(r.Context())
@@ -206,6 +213,9 @@ type webConfigNow struct {
 	// config cut short, or it asked for no password), a request must pass them if they
 	// are not.
 	pending map[string]string
+	// refused is why the web config is not read as it is now (webConfigFileError): the
+	// request is answered 500 without the toolkit, which would read it.
+	refused error
 }
 
 // passes reports whether the basic auth credentials of r are those of a user of one of
@@ -258,6 +268,11 @@ func (c *webConfigWatch) passes(r *http.Request, users ...map[string]string) boo
 // of it.
 func (c *webConfigWatch) check() webConfigNow {
 	s := statFile(c.path)
+	if s.info != nil {
+		if err := webConfigFileError(c.path, s.info); err != nil {
+			return webConfigNow{refused: err}
+		}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if s.same(c.stamp) {
@@ -448,7 +463,7 @@ func setsNothing(c *web.Config) bool {
 // reader of the web config of the start (checkWebConfig), of the toolkit's set-up and of
 // the watch, so that they cannot disagree. text is the file as read.
 func readWebConfig(path string) (config *web.Config, text []byte, err error) {
-	text, err = os.ReadFile(path)
+	text, err = readWebConfigFile(path)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -458,4 +473,30 @@ func readWebConfig(path string) (config *web.Config, text []byte, err error) {
 	}
 	config.TLSConfig.SetDirectory(filepath.Dir(path))
 	return config, text, nil
+}
+
+// readWebConfigFile reads the web config at path, refusing what webConfigFileError
+// refuses, looked at before it is opened (opening a FIFO waits for its writer) and
+// after, and a file that grew past maxWebConfigBytes as it was read.
+func readWebConfigFile(path string) ([]byte, error) {
+	if err := checkWebConfigFile(path); err != nil {
+		return nil, err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if err := webConfigFileError(path, info); err != nil {
+		return nil, err
+	}
+	text, err := io.ReadAll(io.LimitReader(f, maxWebConfigBytes+1))
+	if err == nil && len(text) > maxWebConfigBytes {
+		err = fmt.Errorf("the web config %s grew past the %d bytes a web config may hold as it was read", path, maxWebConfigBytes)
+	}
+	return text, err
 }
