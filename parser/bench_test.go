@@ -3,6 +3,7 @@
 package parser
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/config/logformat"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/nginxlog"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/versus"
 )
@@ -210,7 +212,10 @@ func BenchmarkRuleCosts(b *testing.B) {
 // by several percent with where its scratch's buffers fall (bench/RESULTS.md, the per-rule
 // parse), so each round runs parsers of the same rules in eight layouts, made after 0 to 7
 // objects more of the scratch's sizes: min-ns/line is the mean of their times, and the
-// fastest and the slowest layout's are given beside it.
+// fastest and the slowest layout's are given beside it. no-status and object are a rule
+// reading the request's method and path from the same requests logged in a format without
+// $status (every request line checked as nginx checks it) and as JSON objects with their
+// status (log_format: [json]).
 func BenchmarkParseFloor(b *testing.B) {
 	lines := nginxlog.Lines(b, 20000, 1)
 	example := loadExample(b)
@@ -225,14 +230,38 @@ func BenchmarkParseFloor(b *testing.B) {
 		}
 		mtail = append(mtail, &c)
 	}
+	var noStatus, objects [][]byte
+	for _, l := range lines {
+		// The generator's lines are of nginx's main format: "$request" after "] ",
+		// $status after it.
+		from := bytes.Index(l, []byte(`] "`)) + 2
+		to := from + 1 + bytes.IndexByte(l[from+1:], '"')
+		status, _, _ := bytes.Cut(l[to+2:], []byte(" "))
+		noStatus = append(noStatus, l[:to+1])
+		req, _ := json.Marshal(string(l[from+1 : to]))
+		objects = append(objects, []byte(fmt.Sprintf(`{"request":%s,"status":%s}`, req, status)))
+	}
+	requests := func(format string) *config.Config {
+		return mustParse(b, "inputs: [{name: nginx, path: /a, log_format: "+format+"}]\n"+
+			"rules:\n  - {name: requests, labels: {method: '${request_method}', path: '${uri}'}}\n")
+	}
+	object := requests("[json]")
 	const layouts, block = 8, 200
 	var pads [][]byte
 	for _, set := range []struct {
 		name  string
 		rules []*config.Rule
-	}{{"example", example.Rules}, {"like-mtail", mtail}} {
+		lines [][]byte
+		// formats: the input's candidate formats, whose lines are read as a file's.
+		formats []*logformat.Format
+	}{
+		{"example", example.Rules, lines, nil},
+		{"like-mtail", mtail, lines, nil},
+		{"no-status", requests(`'$remote_addr - $remote_user [$time_local] "$request"'`).Rules, noStatus, nil},
+		{"object", object.Rules, objects, object.Inputs[0].LogFormats},
+	} {
 		sink := &nopSink{}
-		parsers := make([]*Parser, layouts)
+		parsers := make([]func([]byte), layouts)
 		for k := range parsers {
 			for range k {
 				for _, size := range []int{64, 192, 256, 384} {
@@ -243,23 +272,28 @@ func BenchmarkParseFloor(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			p.Parse("nginx", lines[0], sink) // its scratch, made now
-			parsers[k] = p
+			parsers[k] = func(l []byte) { p.Parse("nginx", l, sink) }
+			if set.formats != nil {
+				s := p.NewSession()
+				s.SetFormats(set.formats, NewFiles())
+				parsers[k] = func(l []byte) { s.ParseFile("f", "nginx", l, nil, sink, func(bool, bool) {}) }
+			}
+			parsers[k](set.lines[0]) // its scratch, made now
 		}
 		b.Run(set.name, func(b *testing.B) {
 			best := make([][]time.Duration, layouts)
 			for k := range best {
-				best[k] = make([]time.Duration, len(lines)/block)
+				best[k] = make([]time.Duration, len(set.lines)/block)
 				for i := range best[k] {
 					best[k][i] = time.Hour
 				}
 			}
 			for b.Loop() {
-				for k, p := range parsers {
+				for k, parse := range parsers {
 					for i := range best[k] {
 						t0 := time.Now()
-						for _, l := range lines[i*block : (i+1)*block] {
-							p.Parse("nginx", l, sink)
+						for _, l := range set.lines[i*block : (i+1)*block] {
+							parse(l)
 						}
 						best[k][i] = min(best[k][i], time.Since(t0))
 					}
@@ -271,7 +305,7 @@ func BenchmarkParseFloor(b *testing.B) {
 				for _, d := range best[k] {
 					sum += d
 				}
-				per[k] = float64(sum.Nanoseconds()) / float64(len(lines))
+				per[k] = float64(sum.Nanoseconds()) / float64(len(set.lines))
 				if slices.Contains(best[k], time.Hour) {
 					b.Fatal("a block was not timed")
 				}
@@ -283,8 +317,8 @@ func BenchmarkParseFloor(b *testing.B) {
 			b.ReportMetric(mean, "min-ns/line")
 			b.ReportMetric(slices.Min(per), "fastest-layout-ns/line")
 			b.ReportMetric(slices.Max(per), "slowest-layout-ns/line")
-			if sink.drops != 0 {
-				b.Fatalf("%d drops", sink.drops)
+			if sink.drops != 0 || sink.events == 0 {
+				b.Fatalf("%d events, %d drops", sink.events, sink.drops)
 			}
 		})
 	}

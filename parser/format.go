@@ -29,7 +29,9 @@ import (
 // the line (text), as a JSON line's decoded strings are, so the line is never copied.
 // Only the captures the group's rules read (and their sources) are processed.
 type formatPost struct {
-	dash    []int
+	dash []int
+	// zero are the captures whose "-" is a zero (logformat.Capture.DashZero).
+	zero    []int
 	escape  logformat.Escape
 	escaped []int
 	// derive lists the derived captures; compile makes requests and classes of them.
@@ -86,7 +88,10 @@ func newFormatPost(f *logformat.Format, derived []config.Derived, keep func(int)
 			continue
 		}
 		// nginx's own log variables ($status, $request_time, ...) are never "-".
-		if f.Escape == logformat.EscapeApache || (f.Escape == logformat.EscapeDefault || f.Escape == logformat.EscapeEither) && c.Escaped {
+		switch {
+		case c.DashZero:
+			p.zero = append(p.zero, i)
+		case f.Escape == logformat.EscapeApache || (f.Escape == logformat.EscapeDefault || f.Escape == logformat.EscapeEither) && c.Escaped:
 			p.dash = append(p.dash, i)
 		}
 		if c.Escaped && f.Escape != logformat.EscapeNone {
@@ -122,7 +127,7 @@ func (p *formatPost) compile() {
 
 // empty reports whether the post does nothing.
 func (p *formatPost) empty() bool {
-	return p == nil || len(p.dash)+len(p.escaped)+len(p.derive) == 0
+	return p == nil || len(p.dash)+len(p.zero)+len(p.escaped)+len(p.derive) == 0
 }
 
 // apply processes the captures of m (of the line, or of a JSON line and its decoded
@@ -139,6 +144,12 @@ func (p *formatPost) apply(m *match, s *scratch) {
 	for _, i := range p.dash {
 		if lo := caps[2*i]; lo >= 0 && lo < n && caps[2*i+1] == lo+1 && line[lo] == '-' {
 			caps[2*i], caps[2*i+1] = -1, -1
+		}
+	}
+	for _, i := range p.zero {
+		if lo := caps[2*i]; lo >= 0 && lo < n && caps[2*i+1] == lo+1 && line[lo] == '-' {
+			more = append(more, '0')
+			caps[2*i], caps[2*i+1] = n+len(more)-1, n+len(more)
 		}
 	}
 	// One look at the line spares looking into each capture of the nearly every line

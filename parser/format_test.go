@@ -119,9 +119,13 @@ var formatCases = []formatCase{
 		map[string]string{"h": "127.0.0.1", "l": unsetValue, "u": "frank", "t": "[10/Oct/2000:13:55:36 -0700]",
 			"r": "GET /apache_pb.gif?x HTTP/1.0", "request_method": "GET", "uri": "/apache_pb.gif", "s": "200", "status_class": "2xx",
 			"b": "2326", "i_referer": "http://www.example.com/start.html", "i_user_agent": `Mozilla/4.08 "quoted" \ é`}},
+	// Apache's %b writes a size of 0 as "-" (the Common Log Format's); with a condition it
+	// writes "-" for the statuses it does not log, which is no size at all.
 	{"apache common, no body", `apache_log_format: common`,
 		`::1 - - [10/Oct/2000:13:55:36 -0700] "HEAD / HTTP/1.1" 304 -`,
-		map[string]string{"b": unsetValue, "s": "304", "request_method": "HEAD"}},
+		map[string]string{"b": "0", "s": "304", "request_method": "HEAD", "l": unsetValue}},
+	{"apache size with a condition", `apache_log_format: '%h %>s %200b %B'`,
+		`::1 304 - 0`, map[string]string{"b": unsetValue, "s": "304", "B": "0"}},
 	{"apache directives", `apache_log_format: '%a %>s %D %{X-Request-Id}i %U%q'`,
 		`10.0.0.1 200 1234 abc /x?y=1`,
 		map[string]string{"a": "10.0.0.1", "s": "200", "D": "1234", "i_x_request_id": "abc", "U": "/x", "q": "?y=1"}},
@@ -451,4 +455,26 @@ func TestAppendClass(t *testing.T) {
 			}
 		}
 	}
+}
+
+// A value rule over Apache's %b sums a response without a body, which it writes "-", as 0
+// (as nginx's $body_bytes_sent writes it) rather than dropping it as no value: the rule's
+// events are every response, on each matcher.
+func TestApacheSizeDashIsZero(t *testing.T) {
+	c := mustParse(t, `
+inputs: [{name: web, path: /a, apache_log_format: common}]
+rules:
+  - {name: bytes, value: b, labels: {s: '${s}'}}
+`)
+	lines := []string{
+		`::1 - - [10/Oct/2000:13:55:36 -0700] "GET / HTTP/1.1" 200 512`,
+		`::1 - - [10/Oct/2000:13:55:36 -0700] "GET / HTTP/1.1" 304 -`,
+	}
+	want := [][]record{{{Rule: "bytes", Labels: "s=200", Value: 512}}, {{Rule: "bytes", Labels: "s=304", Value: 0}}}
+	parseOnEachMatcher(t, c.Rules, "web", len(lines), func(i int) string { return lines[i] }, func(i int) string { return lines[i] },
+		func(t *testing.T, i int, got []record) {
+			if !slices.Equal(got, want[i]) {
+				t.Errorf("%q: got %v, want %v", lines[i], got, want[i])
+			}
+		})
 }

@@ -2,6 +2,7 @@ package parser
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -68,5 +69,91 @@ func eachNginxRequestParser(t *testing.T, format, escape, labels, file string, e
 			t.Fatal(err)
 		}
 		each(m.name, p, c.Rules[0])
+	}
+}
+
+// TestRequestCheckGateForms: the parts of a request line are the same whether nginx
+// logged it in a text format, in a JSON template or as a JSON object read by
+// log_format: [json], each with its $status, for every request line of
+// TestRequestLinesNginx under every status: the object form goes by its status member
+// as the others go by theirs, the request read by a rule that reads no status.
+func TestRequestCheckGateForms(t *testing.T) {
+	labels := "m: '${request_method}', u: '${uri}', t: '${request_uri}', p: '${server_protocol}'"
+	forms := []struct{ name, config, line string }{
+		{"text", `log_format: '"$request" $status'`, `"{R:default}" {S}`},
+		{"template", `log_format: '{"request":"$request","status":$status}', log_format_escape: json`, `{"request":"{R:json}","status":{S}}`},
+		{"object", `log_format: [json]`, `{"request":"{R:json}","status":{S}}`},
+		{"object, status a string", `log_format: [json]`, `{"status":"{S}","request":"{R:json}"}`},
+	}
+	type parsed struct {
+		p *Parser
+		r *config.Rule
+	}
+	parsers := map[string]parsed{}
+	for _, f := range forms {
+		c, err := config.Parse([]byte("inputs: [{name: web, path: /a, "+f.config+"}]\nrules:\n  - name: r\n    labels: {"+labels+"}\n"), "forms.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := New(c.Rules)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parsers[f.name] = parsed{p, c.Rules[0]}
+	}
+	for _, status := range []string{"200", "301", "400", "404", "408", "414", "499", "500", "505"} {
+		for _, req := range requestLineCases() {
+			var want map[string]string
+			for i, f := range forms {
+				line := strings.NewReplacer("{S}", status, "{R:default}", nginxEscape(req, "default"), "{R:json}", nginxEscape(req, "json")).Replace(f.line)
+				got := parsedLabels(parsers[f.name].p, parsers[f.name].r, line)
+				if got == nil {
+					t.Fatalf("%s: %q counted nothing", f.name, line)
+				}
+				if i == 0 {
+					want = got
+					continue
+				}
+				for k, w := range want {
+					if got[k] != w {
+						t.Errorf("%s, status %s, %q: %s = %q, the text form's %q", f.name, status, req, k, got[k], w)
+					}
+				}
+			}
+		}
+	}
+}
+
+// A file of JSON objects has its requests checked by the status member of each line that
+// has one, and every line without it, as a text format without $status: the member is
+// read for the check alone, and a line that brings it to a file whose objects lacked it
+// fits the file's format all the same.
+func TestRequestCheckGateObjectFile(t *testing.T) {
+	c := mustParse(t, `
+inputs:
+  - {name: app, path: /a, log_format: [json]}
+rules:
+  - {name: requests, labels: {m: '${request_method}', t: '${request_uri}'}}
+`)
+	p := newOfInputs(t, c)
+	s, files, rec, count := autoSession(t, p, c)
+	for _, line := range []string{
+		`{"request":"GET /a b HTTP/1.1"}`,
+		`{"request":"GET /a b HTTP/1.1","status":200}`,
+		`{"request":"GET /a b HTTP/1.1","status":400}`,
+		`{"request":"GET /a%zz HTTP/1.1","status":"200"}`,
+		`{"request":"GET /a%zz HTTP/1.1"}`,
+	} {
+		s.ParseFile("f", "app", []byte(line), nil, rec, count.done)
+	}
+	want := []record{
+		{Rule: "requests", Labels: "m=,t=", Value: 1},
+		{Rule: "requests", Labels: "m=GET,t=/a b", Value: 1},
+		{Rule: "requests", Labels: "m=,t=", Value: 1},
+		{Rule: "requests", Labels: "m=GET,t=/a%zz", Value: 1},
+		{Rule: "requests", Labels: "m=GET,t=", Value: 1},
+	}
+	if got := rec.take(); !slices.Equal(got, want) || count.lines != 5 || len(files.NoFormatFiles()) != 0 {
+		t.Errorf("%d lines parsed, files of no format %q:\n got %v\nwant %v", count.lines, files.NoFormatFiles(), got, want)
 	}
 }

@@ -62,10 +62,42 @@ func refusedVerdict(req, status []byte) requestVerdict {
 			return lineRead
 		}
 	}
+	if plainRequestLine(req) {
+		return lineRead
+	}
 	if v := nginxRequestLine(req); v != lineVersion {
 		return v
 	}
 	return lineRead
+}
+
+// plainRequestLine reports whether r has the shape nearly every request line has, which
+// nginx reads whole ("GET /a/b.js?c=d HTTP/1.1"): a method, a space, a target in origin
+// form without a '%' or a segment that starts with a '.' (whose path nginx reads as it
+// is), a space and HTTP/1.0, HTTP/1.1 or HTTP/2.0 (the line nginx writes for HTTP/2,
+// lineVersion). nginxRequestLine of such a line is lineRead or lineVersion: it is spared
+// the state machine's look at every byte, and what it does not tell goes to it.
+func plainRequestLine(r []byte) bool {
+	const proto = len(" HTTP/1.1")
+	m := 0
+	for m < len(r) && nginxMethod[r[m]] {
+		m++
+	}
+	end := len(r) - proto
+	if m == 0 || end <= m+1 || r[m] != ' ' || r[m+1] != '/' {
+		return false
+	}
+	switch string(r[end:]) {
+	case " HTTP/1.1", " HTTP/1.0", " HTTP/2.0":
+	default:
+		return false
+	}
+	for i := m + 2; i < end; i++ {
+		if c := r[i]; !plainTarget[c] && (c != '.' || r[i-1] == '/') {
+			return false
+		}
+	}
+	return true
 }
 
 // The states of nginxRequestLine, named after ngx_http_parse_request_line's. nginx tells

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/nginxlog"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/testexec"
 )
 
@@ -337,5 +338,54 @@ func FuzzNginxRequestLine(f *testing.F) {
 		if len(req) > 0 && req[0] == '/' {
 			nginxPathRead(req)
 		}
+		if v := nginxRequestLine(req); plainRequestLine(req) && v != lineRead && v != lineVersion {
+			t.Fatalf("%q: plain, but nginx's check says %d", req, v)
+		}
 	})
+}
+
+// TestPlainRequestLine holds the shortcut of a format without $status to the whole check:
+// a line it takes as plain is one nginx reads (or one it wrote for HTTP/2), for every
+// request line of TestRequestLinesNginx, every generated line's and each of those changed
+// a byte at a time; and it takes nearly all of the generated lines, which are what a
+// server mostly logs, as plain.
+func TestPlainRequestLine(t *testing.T) {
+	var generated []string
+	for _, l := range nginxlog.Lines(t, 5000, 7) {
+		from := bytes.Index(l, []byte(`] "`)) + 3
+		generated = append(generated, string(l[from:from+bytes.IndexByte(l[from:], '"')]))
+	}
+	lines := append(requestLineCases(), generated...)
+	r := rand.New(rand.NewPCG(22, 7))
+	const bytesOfNote = " %/.?#:@[]H1\x00\x7f\x80\t-Ga"
+	for _, l := range lines[:len(lines):len(lines)] {
+		for range 4 {
+			b := []byte(l)
+			if len(b) == 0 {
+				continue
+			}
+			b[r.IntN(len(b))] = bytesOfNote[r.IntN(len(bytesOfNote))]
+			lines = append(lines, string(b))
+		}
+	}
+	plain := 0
+	for _, l := range lines {
+		if !plainRequestLine([]byte(l)) {
+			continue
+		}
+		plain++
+		if v := nginxRequestLine([]byte(l)); v != lineRead && v != lineVersion {
+			t.Errorf("%q: plain, but nginx's check says %d", l, v)
+		}
+	}
+	common := 0
+	for _, l := range generated {
+		if plainRequestLine([]byte(l)) {
+			common++
+		}
+	}
+	if common < len(generated)*95/100 {
+		t.Errorf("%d of %d generated request lines plain, want 95%% or more", common, len(generated))
+	}
+	t.Logf("%d of %d lines plain, %d of %d generated", plain, len(lines), common, len(generated))
 }

@@ -317,6 +317,9 @@ func build(rules []*config.Rule, eng engine) (*Parser, error) {
 		// known once every rule is in; the path captures take the slots after them.
 		g.nall = g.m.ncap + 2*len(g.derived)
 		if g.fields != nil {
+			if g.cand == logformat.JSONObject {
+				g.fields.readStatus()
+			}
 			ex, err := g.fields.extractor()
 			if err != nil {
 				return nil, err

@@ -24,6 +24,11 @@ type fieldsGroup struct {
 	paths  [][]string // slot k+1 reads paths[k]; nil for a derived capture's slot
 	// derived are the captures a JSON log format computes from fields, each with a slot.
 	derived []derivation
+	// status is, for a group of JSON objects (logformat.JSONObject) whose rules read a
+	// request's parts and not its status class, the slot of the "status" member the
+	// request's check reads (nginxVerdict); 0 for none. A line without it has its request
+	// checked as a format without $status has.
+	status int
 }
 
 // slots returns, for each capture index of r, its slot in the group (index 0, the whole
@@ -57,7 +62,7 @@ func (fg *fieldsGroup) post() *formatPost {
 		return nil
 	}
 	// Only nginx writes JSON templates (escape=json).
-	p := &formatPost{derive: slices.Clone(fg.derived), method: &nginxMethod}
+	p := &formatPost{derive: slices.Clone(fg.derived), method: &nginxMethod, status: fg.status}
 	for _, d := range fg.derived {
 		if d.kind == logformat.StatusClass {
 			p.status = d.from
@@ -65,6 +70,30 @@ func (fg *fieldsGroup) post() *formatPost {
 	}
 	p.compile()
 	return p
+}
+
+// readStatus gives a group of JSON objects, whose rules derive only the captures they
+// read, a slot for the "status" member when they read a request's parts and not its
+// class, so that a request is checked by its line's status as in a text format (where
+// the status is read for it whether a rule reads it or not) rather than on every line.
+// Called once every rule is in, before the extractor is built.
+func (fg *fieldsGroup) readStatus() {
+	request := false
+	for _, d := range fg.derived {
+		if d.kind == logformat.StatusClass {
+			return
+		}
+		request = true
+	}
+	if !request {
+		return
+	}
+	k := slices.IndexFunc(fg.paths, func(p []string) bool { return slices.Equal(p, []string{"status"}) })
+	if k < 0 {
+		fg.paths = append(fg.paths, []string{"status"})
+		k = len(fg.paths) - 1
+	}
+	fg.status = k + 1
 }
 
 // extractor builds the group's reader once every rule is in.

@@ -67,6 +67,8 @@ func TestExtractJSON(t *testing.T) {
 			[]field{present("200"), absent, absent, absent, present("x\ty"), absent, present("plain")}},
 		{"multibyte characters kept", `{"msg":"café 東京, longer than a word","status":"é"}`,
 			[]field{present("é"), absent, absent, absent, absent, absent, present("café 東京, longer than a word")}},
+		{"multibyte characters before escapes", `{"msg":"café \"x\"\tz","status":"東\u4eac"}`,
+			[]field{present("東京"), absent, absent, absent, absent, absent, present("café \"x\"\tz")}},
 		{"invalid UTF-8 replaced", "{\"msg\":\"abcdefgh\xffijklmnop\"}", []field{absent, absent, absent, absent, absent, absent, present("abcdefgh�ijklmnop")}},
 		{"numbers as written", `{"status":-1.5e+3}`, []field{present("-1.5e+3"), absent, absent, absent, absent, absent, absent}},
 		{"empty object", `{}`, []field{absent, absent, absent, absent, absent, absent, absent}},

@@ -1,6 +1,7 @@
 package parser
 
 import (
+	"bytes"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -93,7 +94,8 @@ func hex4(s []byte) rune {
 }
 
 // needsDecoding reports whether a quoted string's inside differs from its text: it holds
-// an escape, or bytes that are not valid UTF-8 (which decoding replaces).
+// an escape, or bytes that are not valid UTF-8 (which decoding replaces). From its first
+// multibyte character on, both are looked for in what is left.
 func needsDecoding(s []byte) bool {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
@@ -101,7 +103,7 @@ func needsDecoding(s []byte) bool {
 			return true
 		}
 		if c >= utf8.RuneSelf {
-			return !utf8.Valid(s[i:])
+			return bytes.IndexByte(s[i:], '\\') >= 0 || !utf8.Valid(s[i:])
 		}
 	}
 	return false

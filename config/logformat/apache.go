@@ -211,6 +211,11 @@ func apacheDirective(s string) (*variable, int, *Error) {
 		v.bracketed = true
 	case "%q":
 		v.lead = '?'
+	case "%b":
+		// "In CLF format, i.e. a '-' rather than a 0 when no bytes are sent" (its
+		// documentation): a response without a body. A %b with a condition (%!200b)
+		// writes "-" for a status it does not log too, which is no zero.
+		v.dashZero = true
 	}
 	return v, n, nil
 }

@@ -110,6 +110,9 @@ type Capture struct {
 	// List: nginx writes one value per upstream tried (", " between them, " : " after an
 	// internal redirect), as for $upstream_response_time.
 	List bool
+	// DashZero: the server writes a zero as "-", which is then no missing value but 0
+	// (Apache's %b, the size in the Common Log Format).
+	DashZero bool
 }
 
 // Piece is one piece of a text format: literal text, or the value of a variable, whose
@@ -360,6 +363,8 @@ type variable struct {
 	// lead is the character the value starts with when it is not empty (Apache's %q
 	// starts with '?'), so a variable right before it stops there; 0 when unknown.
 	lead rune
+	// dashZero: the value "-" is a zero (Capture.DashZero).
+	dashZero bool
 }
 
 // checkText refuses a format the regex it compiles to could not hold.
@@ -423,7 +428,7 @@ func compileText(f *Format, toks []token) error {
 		if !seen[t.v.name] {
 			// The second occurrence of a variable is read but not captured again.
 			seen[t.v.name] = true
-			f.Captures = append(f.Captures, Capture{Name: t.v.name, Var: t.v.text, Escaped: t.v.escaped, Next: next, List: t.v.list})
+			f.Captures = append(f.Captures, Capture{Name: t.v.name, Var: t.v.text, Escaped: t.v.escaped, Next: next, List: t.v.list, DashZero: t.v.dashZero})
 			p.Group = len(f.Captures)
 		}
 		f.Pieces = append(f.Pieces, p)
