@@ -174,12 +174,16 @@ func (p *formatPost) apply(m *match, s *scratch) {
 		}
 		if lo := caps[2*r.from]; lo >= 0 {
 			req, v := capture(&text{line, more}, caps, r.from), lineRead
-			if r.status >= 0 {
-				var status []byte
-				if r.status > 0 {
-					status = capture(&text{line, more}, caps, r.status)
+			switch {
+			case r.status > 0:
+				// A status of the line of three bytes, neither 4xx nor 5xx (nearly every
+				// line's), is of a line nginx read: told where the scanner left it,
+				// without a capture's slice (nginxVerdict's first test).
+				if lo, hi := caps[2*r.status], caps[2*r.status+1]; lo < 0 || lo >= n || hi-lo != 3 || line[lo]|1 == '5' {
+					v = nginxVerdict(req, capture(&text{line, more}, caps, r.status))
 				}
-				v = nginxVerdict(req, status)
+			case r.status == 0:
+				v = nginxVerdict(req, nil)
 			}
 			splitRequest(req, lo, caps, &r.to, r.method, v)
 		}
@@ -241,7 +245,11 @@ func splitRequest(r []byte, at int, caps []int, to *[4]int, method *[256]bool, v
 		}
 	}
 	set(logformat.RequestMethod, 0, sp)
-	start, slash := originForm(r, start)
+	// A target in origin form (nearly every one) is left as it is by originForm.
+	slash := -1
+	if r[start] != '/' {
+		start, slash = originForm(r, start)
+	}
 	if to[logformat.URI] > 0 && v != pathRefused {
 		if slash >= 0 {
 			set(logformat.URI, slash, slash+1)
