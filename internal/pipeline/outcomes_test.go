@@ -33,7 +33,7 @@ func TestOutcomesNeverAheadOfLinesRead(t *testing.T) {
 		{"syslog", "{syslog: 'unixgram://SOCK'}", []string{"no priority", "<13 not one either"}, 300},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			scrapeWhileWriting(t, tc, "lines", perWrite, func(p *Pipeline, checks int) (string, bool) {
+			scrapeWhileWriting(t, tc, "{name: lines, match: '^x'}", perWrite, func(p *Pipeline, checks int) (string, bool) {
 				// The counters as a scrape reads them (Collector: inputStats), without the
 				// rest of a scrape's work, so that many looks land within reads.
 				s := p.inputStats()[0]
@@ -73,19 +73,18 @@ type writeCase struct {
 	writes int
 }
 
-// scrapeWhileWriting starts a pipeline on tc's input with one rule, name, matching '^x',
-// and appends or sends perWrite lines or datagrams (taken from tc.chunk in turn)
+// scrapeWhileWriting starts a pipeline on tc's input with one rule (its YAML), and appends or sends perWrite lines or datagrams (taken from tc.chunk in turn)
 // tc.writes times while it calls look over and over, as a scrape lands at any point of
 // a read. look fails the test where an invariant does not hold, and says how far the
 // counts are and whether every line is counted; a minute without that fails the test.
-func scrapeWhileWriting(t *testing.T, tc writeCase, name string, perWrite int, look func(p *Pipeline, n int) (progress string, done bool)) {
+func scrapeWhileWriting(t *testing.T, tc writeCase, rule string, perWrite int, look func(p *Pipeline, n int) (progress string, done bool)) {
 	t.Helper()
 	dir := t.TempDir()
 	log, sock := filepath.Join(dir, "a.log"), filepath.Join(dir, "s.sock")
 	if err := os.WriteFile(log, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rules := strings.NewReplacer("LOG", log, "SOCK", sock).Replace(fmt.Sprintf("inputs: [%s]\nrules: [{name: %s, match: '^x'}]\n", tc.input, name))
+	rules := strings.NewReplacer("LOG", log, "SOCK", sock).Replace(fmt.Sprintf("inputs: [%s]\nrules: [%s]\n", tc.input, rule))
 	cfg, err := config.Parse([]byte(rules), "rules.yaml")
 	if err != nil {
 		t.Fatal(err)
