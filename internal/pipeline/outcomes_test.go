@@ -16,10 +16,12 @@ import (
 // A scrape that lands while lines are being read never shows more lines counted by what
 // became of them (unmatched, malformed, unread; a socket's malformed datagrams) than the
 // input's lines read: those are counted once the read's or batch's events are written,
-// and the outcomes no earlier. The lines are written or sent while the test scrapes over
-// and over, for each way an input's lines are parsed: a read's lines at once (one shard),
-// by a worker (two), one by one (a CRI wrapper, whose lines that are not CRI lines are
-// malformed), and a socket's datagrams (those without a priority malformed). Every line
+// and the outcomes no earlier; nor, of a socket, more lines read (and datagrams dropped
+// at its queue) than datagrams received, which are loaded after the lines. The lines are
+// written or sent while the test scrapes over and over, for each way an input's lines
+// are parsed: a read's lines at once (one shard), by a worker (two), one by one (a CRI
+// wrapper, whose lines that are not CRI lines are malformed), and a socket's datagrams
+// (those without a priority malformed). Every line
 // is unmatched or malformed, and every datagram malformed, so that an outcome counted
 // ahead of its line shows at any look, not only before the first read is counted; once
 // every line is read, the outcomes come to as many: none is lost.
@@ -42,8 +44,10 @@ func TestOutcomesNeverAheadOfLinesRead(t *testing.T) {
 				if outcomes > read {
 					t.Fatalf("look %d: %d lines read, but %d unmatched, malformed or unread (%+v)", checks, read, outcomes, s)
 				}
-				// A datagram the listener's queue had no room for is no line (counted).
-				var dropped uint64
+				// A datagram the listener's queue had no room for is no line (counted); a file
+				// input's lines are checked against themselves as datagrams received.
+				var dropped, queued uint64
+				received := read
 				malformedDatagrams := read // what a file input's lines are checked against
 				for _, c := range s.Counters {
 					if c.Name == selfmetric.InputMalformedDatagrams.Name {
@@ -53,7 +57,16 @@ func TestOutcomesNeverAheadOfLinesRead(t *testing.T) {
 					}
 					if c.Name == selfmetric.InputDroppedDatagrams.Name {
 						dropped += c.Value
+						if c.LabelValue == "queue" {
+							queued = c.Value
+						}
 					}
+					if c.Name == selfmetric.InputDatagrams.Name {
+						received = c.Value
+					}
+				}
+				if received < read+queued {
+					t.Fatalf("look %d: %d lines read and %d datagrams dropped at the queue, but %d received", checks, read, queued, received)
 				}
 				return fmt.Sprintf("%d of %d lines read (%d datagrams dropped), %d of them unmatched, malformed or unread and %d malformed datagrams", read, tc.writes*perWrite, dropped, outcomes, malformedDatagrams),
 					read+dropped == uint64(tc.writes*perWrite) && outcomes == read && malformedDatagrams == read
