@@ -66,6 +66,15 @@ type Stats struct {
 	Formats map[string]int
 }
 
+// Arrivals is implemented by an input kind whose counters include what came in to be
+// its lines (a socket's datagrams received, and those lost before they became lines):
+// Arrivals returns those counters alone, as Stats does. A caller that counts the lines
+// read itself, after the input handed them on, loads them after those lines, so that no
+// look finds more lines read than came in.
+type Arrivals interface {
+	Arrivals() []Counter
+}
+
 // FileStats describes what is being read under one path.
 type FileStats struct {
 	Path string

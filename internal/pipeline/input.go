@@ -412,6 +412,15 @@ func (in *stream) stats() selfmetric.InputStats {
 	// the read or batch it came in is done. Lines count as read once they are written, so
 	// that a scrape never shows a line read whose events it lacks.
 	st.LinesRead = in.landed.Load()
+	// What came in to be the lines (a socket's datagrams) is loaded after them, which it
+	// is counted before: a scrape never shows more lines read than datagrams received.
+	if a, ok := in.running.(input.Arrivals); ok {
+		for _, c := range a.Arrivals() {
+			if i := slices.IndexFunc(st.Counters, func(o input.Counter) bool { return o.Name == c.Name && o.LabelValue == c.LabelValue }); i >= 0 {
+				st.Counters[i] = c
+			}
+		}
+	}
 	st.TooLong += in.tooLong.Load()
 	if in.files != nil {
 		st.Formats = in.files.Formats()

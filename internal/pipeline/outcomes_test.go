@@ -16,10 +16,12 @@ import (
 // A scrape that lands while lines are being read never shows more lines counted by what
 // became of them (unmatched, malformed, unread; a socket's malformed datagrams) than the
 // input's lines read: those are counted once the read's or batch's events are written,
-// and the outcomes no earlier. The lines are written or sent while the test scrapes over
-// and over, for each way an input's lines are parsed: a read's lines at once (one shard),
-// by a worker (two), one by one (a CRI wrapper, whose lines that are not CRI lines are
-// malformed), and a socket's datagrams (those without a priority malformed). Every line
+// and the outcomes no earlier; nor, of a socket, more lines read (and datagrams dropped
+// at its queue) than datagrams received, which are loaded after the lines. The lines are
+// written or sent while the test scrapes over and over, for each way an input's lines
+// are parsed: a read's lines at once (one shard), by a worker (two), one by one (a CRI
+// wrapper, whose lines that are not CRI lines are malformed), and a socket's datagrams
+// (those without a priority malformed). Every line
 // is unmatched or malformed, and every datagram malformed, so that an outcome counted
 // ahead of its line shows at any look, not only before the first read is counted; once
 // every line is read, the outcomes come to as many: none is lost.
@@ -33,7 +35,7 @@ func TestOutcomesNeverAheadOfLinesRead(t *testing.T) {
 		{"syslog", "{syslog: 'unixgram://SOCK'}", []string{"no priority", "<13 not one either"}, 300},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			scrapeWhileWriting(t, tc, "lines", perWrite, func(p *Pipeline, checks int) (string, bool) {
+			scrapeWhileWriting(t, tc, "{name: lines, match: '^x'}", perWrite, func(p *Pipeline, checks int) (string, bool) {
 				// The counters as a scrape reads them (Collector: inputStats), without the
 				// rest of a scrape's work, so that many looks land within reads.
 				s := p.inputStats()[0]
@@ -42,8 +44,10 @@ func TestOutcomesNeverAheadOfLinesRead(t *testing.T) {
 				if outcomes > read {
 					t.Fatalf("look %d: %d lines read, but %d unmatched, malformed or unread (%+v)", checks, read, outcomes, s)
 				}
-				// A datagram the listener's queue had no room for is no line (counted).
-				var dropped uint64
+				// A datagram the listener's queue had no room for is no line (counted); a file
+				// input's lines are checked against themselves as datagrams received.
+				var dropped, queued uint64
+				received := read
 				malformedDatagrams := read // what a file input's lines are checked against
 				for _, c := range s.Counters {
 					if c.Name == selfmetric.InputMalformedDatagrams.Name {
@@ -53,7 +57,16 @@ func TestOutcomesNeverAheadOfLinesRead(t *testing.T) {
 					}
 					if c.Name == selfmetric.InputDroppedDatagrams.Name {
 						dropped += c.Value
+						if c.LabelValue == "queue" {
+							queued = c.Value
+						}
 					}
+					if c.Name == selfmetric.InputDatagrams.Name {
+						received = c.Value
+					}
+				}
+				if received < read+queued {
+					t.Fatalf("look %d: %d lines read and %d datagrams dropped at the queue, but %d received", checks, read, queued, received)
 				}
 				return fmt.Sprintf("%d of %d lines read (%d datagrams dropped), %d of them unmatched, malformed or unread and %d malformed datagrams", read, tc.writes*perWrite, dropped, outcomes, malformedDatagrams),
 					read+dropped == uint64(tc.writes*perWrite) && outcomes == read && malformedDatagrams == read
@@ -73,19 +86,18 @@ type writeCase struct {
 	writes int
 }
 
-// scrapeWhileWriting starts a pipeline on tc's input with one rule, name, matching '^x',
-// and appends or sends perWrite lines or datagrams (taken from tc.chunk in turn)
+// scrapeWhileWriting starts a pipeline on tc's input with one rule (its YAML), and appends or sends perWrite lines or datagrams (taken from tc.chunk in turn)
 // tc.writes times while it calls look over and over, as a scrape lands at any point of
 // a read. look fails the test where an invariant does not hold, and says how far the
 // counts are and whether every line is counted; a minute without that fails the test.
-func scrapeWhileWriting(t *testing.T, tc writeCase, name string, perWrite int, look func(p *Pipeline, n int) (progress string, done bool)) {
+func scrapeWhileWriting(t *testing.T, tc writeCase, rule string, perWrite int, look func(p *Pipeline, n int) (progress string, done bool)) {
 	t.Helper()
 	dir := t.TempDir()
 	log, sock := filepath.Join(dir, "a.log"), filepath.Join(dir, "s.sock")
 	if err := os.WriteFile(log, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rules := strings.NewReplacer("LOG", log, "SOCK", sock).Replace(fmt.Sprintf("inputs: [%s]\nrules: [{name: %s, match: '^x'}]\n", tc.input, name))
+	rules := strings.NewReplacer("LOG", log, "SOCK", sock).Replace(fmt.Sprintf("inputs: [%s]\nrules: [%s]\n", tc.input, rule))
 	cfg, err := config.Parse([]byte(rules), "rules.yaml")
 	if err != nil {
 		t.Fatal(err)

@@ -142,7 +142,7 @@ func (c *Collector) ruleStats() []selfmetric.RuleStats {
 		rv := &v.rules[i]
 		r := set.Rule(i)
 		c.failed.Add(uint64(rv.misfits))
-		d := r.Drops()
+		d := rv.drops
 		st := selfmetric.RuleStats{Rule: r.Config().Name, Matched: rv.matched, Series: rv.held, Limit: r.Limit(),
 			Folds: d.Folds, MemoryFolds: d.MemoryFolds}
 		for j, n := range d.Parser {
@@ -171,9 +171,11 @@ type view struct {
 type ruleView struct {
 	// series are those a scrape exports, in no order until read.
 	series []*store.Series
-	// matched are the rule's matched lines; held its series, kept counters past the TTL
-	// left out whether Expire removed them yet or not (their lines stay in matched).
+	// matched are the rule's matched lines and drops its drop and fold counters; held its
+	// series, kept counters past the TTL left out whether Expire removed them yet or not
+	// (their lines stay in matched).
 	matched uint64
+	drops   store.Drops
 	held    int
 	// misfits are the held series that cannot be exported: the self-metrics count them as
 	// failed, once per scrape.
@@ -199,9 +201,11 @@ func (c *Collector) view(set *store.Set, refs int32) *view {
 		buf := rv.series[:0]
 		*rv = ruleView{}
 		rv.now, rv.since = c.clocks(set, r)
-		// The matched lines are loaded before the inputs' lines read, which are counted
-		// before them (store.NewDeferredSink): a scrape never shows more lines matched by
-		// a rule than read by its inputs.
+		// The matched and dropped lines are loaded before the inputs' lines read, which are
+		// counted before them (store.NewDeferredSink): a scrape never shows more lines
+		// matched or dropped by a rule than read by its inputs. The drops come first: the
+		// lines late, future or folded are of the matched lines, counted after them.
+		rv.drops = r.Drops()
 		rv.matched = r.Matched()
 		all := r.Snapshot(buf)
 		labels := len(r.Config().Labels)

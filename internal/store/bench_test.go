@@ -215,3 +215,29 @@ func BenchmarkExampleLines(b *testing.B) {
 	b.ReportMetric(float64(sum.Nanoseconds())/n, "best-ns/line")
 	b.ReportMetric(float64(ops[len(ops)/2].Nanoseconds())/n, "med-ns/line")
 }
+
+// BenchmarkShortRead is what an input's sink costs per read besides its events: a live
+// log is mostly read a line or a few at a time, each read flushed and published
+// (NewDeferredSink) by the pipeline. With many rules, a read's few events touch one or
+// two of them: what the read costs beyond theirs grows with the rules it visits.
+func BenchmarkShortRead(b *testing.B) {
+	for _, rules := range []int{1, 5000} {
+		b.Run(fmt.Sprintf("rules=%d", rules), func(b *testing.B) {
+			rs := make([]*config.Rule, rules)
+			for i := range rs {
+				rs[i] = storetest.CountRule(fmt.Sprintf("r%d", i), storetest.DefaultWindows, "status")
+			}
+			set := storetest.Must(NewSetWith(storetest.Config(100, rs...), nil, SetOptions{}))
+			k := set.NewDeferredSink()
+			e := storetest.Event(0, 0, 0, "200")
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				now := start + int64(i>>16)
+				k.SetNow(now, now)
+				k.Event(e)
+				k.Flush()
+				k.Publish()
+			}
+		})
+	}
+}

@@ -247,29 +247,31 @@ func (st *store) frameBytes(s *Series) int64 {
 // a rule that keeps folding says so again once an hour rather than with every line.
 const FoldLogEvery = 3600
 
-// fold counts a line of the label set labels folded into the overflow series at second
-// now, by the memory bound or the budget b, and logs it when due (FoldLogEvery). Every
-// line of a label set without a series folds, so what this adds to a fold is one atomic
-// load until a log is due.
-func (st *store) fold(memory bool, now int64, b budget, labels [][]byte) {
-	st.folds.Add(1)
+// fold counts a line of the label set labels written by w folded into the overflow
+// series, by the memory bound or w's budget, and logs it when due (FoldLogEvery) at w's
+// second. Every line of a label set without a series folds, so what this adds to a fold
+// is one atomic load until a log is due.
+func (st *store) fold(w *write, memory bool, labels [][]byte) {
+	w.counts.folds++
 	if memory {
-		st.memFolds.Add(1)
+		w.counts.memFolds++
 	}
+	now, b := w.now, w.budget
 	// A deadline more than 2×FoldLogEvery ahead is one the rule's clock stepped back from,
 	// by more than FoldLogEvery since the last log; sinks' clocks a few seconds apart are
 	// not a step back.
 	if at := st.foldLogAt.Load(); (now >= at || at-now > 2*FoldLogEvery) && st.foldLogAt.CompareAndSwap(at, now+FoldLogEvery) {
-		st.logFold(memory, b, labels)
+		// The sink's folds it did not publish yet are folds too, this one among them.
+		st.logFold(memory, b, labels, st.folds.Load()+w.counts.folds)
 	}
 }
 
 // logFold says that the rule folds new label sets, why, and one of them: the label whose
-// values keep changing is what to look for.
-func (st *store) logFold(memory bool, b budget, labels [][]byte) {
-	folded := make([]any, 0, len(labels))
+// values keep changing is what to look for; folded is how many lines were folded.
+func (st *store) logFold(memory bool, b budget, labels [][]byte, folded uint64) {
+	values := make([]any, 0, len(labels))
 	for i, l := range labels {
-		folded = append(folded, slog.String(st.labelNames[i], string(l)))
+		values = append(values, slog.String(st.labelNames[i], string(l)))
 	}
 	attrs := []any{"rule", st.name, "max_series_per_rule", b.limit}
 	if memory {
@@ -277,7 +279,7 @@ func (st *store) logFold(memory bool, b budget, labels [][]byte) {
 	} else {
 		attrs = append(attrs, "reason", "max_series_per_rule")
 	}
-	attrs = append(attrs, "folded_lines", st.folds.Load(), slog.Group("labels", folded...))
+	attrs = append(attrs, "folded_lines", folded, slog.Group("labels", values...))
 	st.foldLog.Warn("new label sets of the rule are folded into its __overflow__ series (logged again at most once an hour while it goes on)", attrs...)
 }
 

@@ -106,13 +106,22 @@ type Drops struct {
 	TooLarge uint64
 }
 
-// Drops reads the rule's drop and fold counters.
+// Drops reads the rule's drop and fold counters, as the sinks that wrote the lines
+// published them (Sink.Publish), as the matched lines are. They are loaded in the
+// reverse of the order a sink publishes them in, so that they never show more lines
+// folded by the memory bound than folded: a caller that loads Matched after them never
+// finds more lines late, future or folded than matched.
 func (r *Rule) Drops() Drops {
 	st := r.store
-	d := Drops{Late: st.late.Load(), Future: st.future.Load(), Folds: st.folds.Load(), MemoryFolds: st.memFolds.Load(), TooLarge: st.tooLarge.Load()}
+	var d Drops
 	for i := range st.parserDrops {
 		d.Parser[i] = st.parserDrops[i].Load()
 	}
+	d.TooLarge = st.tooLarge.Load()
+	d.MemoryFolds = st.memFolds.Load()
+	d.Folds = st.folds.Load()
+	d.Future = st.future.Load()
+	d.Late = st.late.Load()
 	return d
 }
 

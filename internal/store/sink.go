@@ -2,6 +2,7 @@ package store
 
 import (
 	"hash/maphash"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/logwindow/logwindow_exporter/parser/event"
@@ -48,14 +49,38 @@ type sinkState struct {
 	counts *sinkCounts
 }
 
-// sinkCounts are a Sink's counts. matched holds, per rule, the matched lines the sink
-// wrote and did not count in the rule's matched lines yet (Publish); deferred: only
-// Publish counts them there (NewDeferredSink). ahead counts the events a backfill sink
-// left out as ahead of its wall clock (LeftAhead).
+// sinkCounts are a Sink's counts. unpublished holds, for each rule the sink counted lines
+// of and did not publish them yet (Publish), what it counted: its matched lines and those
+// it dropped, by reason; slot[i] is one more than the index of rule i's there, 0 when it
+// has none. Only the rules a read touched are so visited by the publish that ends it, not
+// every rule of the config. deferred: only Publish publishes them (NewDeferredSink).
+// ahead counts the events a backfill sink left out as ahead of its wall clock
+// (LeftAhead).
 type sinkCounts struct {
-	matched  []uint64
-	deferred bool
-	ahead    uint64
+	slot        []int32
+	unpublished []ruleCounts
+	deferred    bool
+	ahead       uint64
+}
+
+// ruleCounts are what a sink counted of one rule's lines and did not publish yet: the
+// store's counters of the same names (see store), which Publish adds them to.
+type ruleCounts struct {
+	rule                                   int
+	matched, late, future, folds, memFolds uint64
+	tooLarge                               uint64
+	parser                                 [event.NumDropReasons]uint64
+}
+
+// of returns the counts of rule i not published yet, making them: valid until the next
+// call of of for another rule, which may move them.
+func (c *sinkCounts) of(i int) *ruleCounts {
+	if n := c.slot[i]; n > 0 {
+		return &c.unpublished[n-1]
+	}
+	c.unpublished = append(c.unpublished, ruleCounts{rule: i})
+	c.slot[i] = int32(len(c.unpublished))
+	return &c.unpublished[len(c.unpublished)-1]
 }
 
 // NewSink returns a Sink writing to s.
@@ -104,7 +129,7 @@ func (s *Set) newSink(backfill bool) *Sink {
 	perLine := cacheLine / int(unsafe.Sizeof((*Series)(nil)))
 	last := make([]*Series, len(s.rules), (len(s.rules)+perLine-1)/perLine*perLine)
 	return &Sink{sinkState: sinkState{rules: s.rules, last: last, backfill: backfill, shard: s.nextShard(),
-		counts: &sinkCounts{matched: make([]uint64, len(s.rules))}}}
+		counts: &sinkCounts{slot: make([]int32, len(s.rules))}}}
 }
 
 // SetNow sets, in Unix seconds, the clocks the events that follow are placed and judged by,
@@ -139,6 +164,11 @@ func (k *Sink) Event(e *event.Event) {
 	now, at := k.clocks(e)
 	if k.pending != nil {
 		p := &k.pending[e.Rule]
+		if p.used == 0 {
+			// The rule's first event since a flush: Flush and Publish visit the rules
+			// so noted, not every rule.
+			k.counts.of(e.Rule)
+		}
 		if p.add(e, now, at, k.processing) {
 			return
 		}
@@ -152,8 +182,8 @@ func (k *Sink) Event(e *event.Event) {
 	w := k.writeOf(e.Rule)
 	w.now, w.at = now, at
 	k.rules[e.Rule].store.observe(e, &w, &k.last[e.Rule])
-	if !k.counts.deferred {
-		k.publish(e.Rule)
+	if k.pending == nil {
+		k.Publish()
 	}
 }
 
@@ -162,12 +192,17 @@ func (k *Sink) Event(e *event.Event) {
 func (k *Sink) LeftAhead() uint64 { return k.counts.ahead }
 
 // Flush writes the events a batching sink holds (see NewBatchSink); nothing for another.
-// Their lines count in their rules' matched lines then, unless the sink defers that to
-// Publish (NewDeferredSink).
+// Their lines count in their rules' matched and dropped lines then, unless the sink
+// defers that to Publish (NewDeferredSink).
 func (k *Sink) Flush() {
-	for i := range k.pending {
-		if k.pending[i].used > 0 {
-			k.flushRule(i)
+	if k.pending == nil {
+		return
+	}
+	// The rules whose events the sink holds are among those with counts to publish: an
+	// event held is noted there (Event).
+	for i := range k.counts.unpublished {
+		if r := k.counts.unpublished[i].rule; k.pending[r].used > 0 {
+			k.flushRule(r)
 		}
 	}
 	if !k.counts.deferred {
@@ -175,20 +210,42 @@ func (k *Sink) Flush() {
 	}
 }
 
-// Publish counts the matched lines the sink wrote since it last published them in their
-// rules' matched lines (Rule.Matched); a sink that does not defer that (NewDeferredSink)
-// does so as it writes them.
+// Publish counts the lines the sink wrote or dropped since it last published them in
+// their rules' matched and dropped lines (Rule.Matched, Rule.Drops): the matched lines
+// first, then those of them late, future or folded, so that a reader that loads those
+// before the matched lines (as Drops and a scrape do) never finds more of them than
+// matched lines. A sink that does not batch publishes as it writes, a batching sink that
+// does not defer (NewDeferredSink) as it flushes.
+//
+// A rule whose events the sink still holds stays noted for the Flush to come.
 func (k *Sink) Publish() {
-	for i := range k.counts.matched {
-		k.publish(i)
+	c := k.counts
+	held := c.unpublished[:0]
+	for i := range c.unpublished {
+		u := c.unpublished[i]
+		st := k.rules[u.rule].store
+		addCount(&st.matched, u.matched)
+		addCount(&st.late, u.late)
+		addCount(&st.future, u.future)
+		addCount(&st.folds, u.folds)
+		addCount(&st.memFolds, u.memFolds)
+		addCount(&st.tooLarge, u.tooLarge)
+		for r, n := range u.parser {
+			addCount(&st.parserDrops[r], n)
+		}
+		c.slot[u.rule] = 0
+		if k.pending != nil && k.pending[u.rule].used > 0 {
+			held = append(held, ruleCounts{rule: u.rule})
+			c.slot[u.rule] = int32(len(held))
+		}
 	}
+	c.unpublished = held
 }
 
-// publish counts the matched lines of rule i the sink wrote since it last published them.
-func (k *Sink) publish(i int) {
-	if m := k.counts.matched; m[i] > 0 {
-		k.rules[i].store.matched.Add(m[i])
-		m[i] = 0
+// addCount adds n to c: no atomic operation for nothing.
+func addCount(c *atomic.Uint64, n uint64) {
+	if n > 0 {
+		c.Add(n)
 	}
 }
 
@@ -197,12 +254,12 @@ func (k *Sink) flushRule(i int) {
 	k.rules[i].store.flush(&k.pending[i], k.writeOf(i), &k.last[i], k.scratch)
 }
 
-// writeOf is what the store needs of k to write an event of rule r, but for the clocks
+// writeOf is what the store needs of k to write an event of rule i, but for the clocks
 // of the event's own second (see clocks). An event a batching sink holds does without it:
 // its fields, stored one by one and then copied 16 bytes at a time, made every event wait
 // for the copy's loads (which no store could forward), a tenth of the sink's time.
 func (k *Sink) writeOf(i int) write {
-	return write{budget: k.rules[i].budget, shard: k.shard, backfill: k.backfill, active: k.processing, matched: &k.counts.matched[i]}
+	return write{budget: k.rules[i].budget, shard: k.shard, backfill: k.backfill, active: k.processing, counts: k.counts.of(i)}
 }
 
 // clocks gives the second e is judged at and the second it belongs to.
@@ -213,11 +270,15 @@ func (k *Sink) clocks(e *event.Event) (now, at int64) {
 	return k.processing, k.processing
 }
 
-// Drop counts a line the parser matched but could not turn into an event.
+// Drop counts a line the parser matched but could not turn into an event, in the rule's
+// dropped lines when the sink publishes it (see Publish).
 func (k *Sink) Drop(rule int, why event.DropReason) {
 	k.received++
 	if int(why) < event.NumDropReasons && !k.backfill {
-		k.rules[rule].store.parserDrops[why].Add(1)
+		k.counts.of(rule).parser[why]++
+		if k.pending == nil {
+			k.Publish()
+		}
 	}
 }
 

@@ -142,36 +142,46 @@ rules:
 }
 
 // TestSinkMatchedPublished: a sink counts the lines it writes in their rules' matched
-// lines as it writes them (NewSink), as it flushes them (NewBatchSink), or only once its
-// caller publishes them (NewDeferredSink), which the pipeline does after the lines count
-// as read: counted at the flush, a scrape in between showed more lines matched than read.
+// lines, and those it drops, folds, or places late or future in their drop counters, as
+// it writes them (NewSink), as it flushes them (NewBatchSink), or only once its caller
+// publishes them (NewDeferredSink), which the pipeline does after the lines count as
+// read: counted at the flush, a scrape in between showed more lines matched than read,
+// and counted as the parser dropped them, more dropped.
 func TestSinkMatchedPublished(t *testing.T) {
+	// The counts: rule a's matched lines, lines without a value and folds; b's matched
+	// lines, late and future.
+	type counts [6]uint64
+	all := counts{3, 1, 1, 3, 1, 1}
 	for _, tc := range []struct {
 		name string
 		sink func(*Set) *Sink
-		// The matched lines of the two rules after the events, after Flush, after Publish.
-		written, flushed, published [2]uint64
+		// The counts after the events, after Flush, after Publish.
+		written, flushed, published counts
 	}{
-		{"sink", (*Set).NewSink, [2]uint64{3, 1}, [2]uint64{3, 1}, [2]uint64{3, 1}},
-		{"batching", (*Set).NewBatchSink, [2]uint64{}, [2]uint64{3, 1}, [2]uint64{3, 1}},
-		{"deferred", (*Set).NewDeferredSink, [2]uint64{}, [2]uint64{}, [2]uint64{3, 1}},
+		{"sink", (*Set).NewSink, all, all, all},
+		{"batching", (*Set).NewBatchSink, counts{}, all, all},
+		{"deferred", (*Set).NewDeferredSink, counts{}, counts{}, all},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			set := storetest.Must(NewSetWith(storetest.Config(100,
+			set := storetest.Must(NewSetWith(storetest.Config(1,
 				storetest.CountRule("a", storetest.DefaultWindows, "status"),
-				storetest.CountRule("b", storetest.DefaultWindows, "status")), nil, SetOptions{}))
+				storetest.EventRule("b", storetest.DefaultWindows)), nil, SetOptions{}))
 			k := tc.sink(set)
 			k.SetNow(start, start)
 			for _, e := range []*event.Event{
 				storetest.Event(0, 0, 0, "200"), storetest.Event(0, 0, 0, "200"),
-				storetest.Event(1, 0, 0, "500"), storetest.Event(0, 0, 0, "404"),
+				storetest.Event(1, start, 0), storetest.Event(1, start-2*86400, 0), storetest.Event(1, start+60, 0),
+				storetest.Event(0, 0, 0, "404"), // past the budget of 1: folded
 			} {
 				k.Event(e)
 			}
-			check := func(when string, want [2]uint64) {
+			k.Drop(0, event.NoValue)
+			check := func(when string, want counts) {
 				t.Helper()
-				if got := [2]uint64{set.Rule(0).Matched(), set.Rule(1).Matched()}; got != want {
-					t.Errorf("%s: matched %v, want %v", when, got, want)
+				a, b := set.Rule(0), set.Rule(1)
+				got := counts{a.Matched(), a.Drops().Parser[event.NoValue], a.Drops().Folds, b.Matched(), b.Drops().Late, b.Drops().Future}
+				if got != want {
+					t.Errorf("%s: counted %v, want %v", when, got, want)
 				}
 			}
 			check("written", tc.written)
@@ -182,5 +192,32 @@ func TestSinkMatchedPublished(t *testing.T) {
 			k.Publish() // nothing twice
 			check("published again", tc.published)
 		})
+	}
+}
+
+// TestSinkPublishBeforeFlush: a deferred sink published before it flushed (which the
+// pipeline does not do) publishes what it counted so far, and its events held still
+// reach their series and their rules' matched lines at the next flush and publish: the
+// rules a publish visits are those the sink noted, which it must not forget while it
+// holds their events.
+func TestSinkPublishBeforeFlush(t *testing.T) {
+	set := storetest.Must(NewSetWith(storetest.Config(100,
+		storetest.CountRule("a", storetest.DefaultWindows, "status"),
+		storetest.CountRule("b", storetest.DefaultWindows, "status")), nil, SetOptions{}))
+	k := set.NewDeferredSink()
+	k.SetNow(start, start)
+	k.Event(storetest.Event(0, 0, 0, "200"))
+	k.Drop(1, event.NoValue)
+	k.Publish()
+	if m, d := set.Rule(0).Matched(), set.Rule(1).Drops().Parser[event.NoValue]; m != 0 || d != 1 {
+		t.Errorf("published before the flush: %d matched, %d dropped; want 0 (held) and 1", m, d)
+	}
+	k.Flush()
+	k.Publish()
+	if m := set.Rule(0).Matched(); m != 1 {
+		t.Errorf("flushed and published: %d matched, want 1", m)
+	}
+	if s := set.Rule(0).Snapshot(nil); len(s) != 1 || s[0].Lines() != 1 {
+		t.Errorf("flushed: series %v, want one of 1 line", s)
 	}
 }

@@ -23,9 +23,9 @@ type write struct {
 	shard uint8
 	// backfill: the sink's events go into the windows only (see NewBackfillSink).
 	backfill bool
-	// matched counts, for the sink, the rule's matched lines it wrote and did not publish
-	// yet (Sink.Publish).
-	matched *uint64
+	// counts are the sink's counts of the rule's lines it did not publish yet
+	// (Sink.Publish): its matched lines, and those late, future, folded or refused.
+	counts *ruleCounts
 }
 
 // observe adds one event of a sink: a lookup and an Add to the sink's shard's part, under
@@ -50,8 +50,8 @@ func (st *store) observe(e *event.Event, w *write, last **Series) {
 		lock.RUnlock()
 		if !w.backfill {
 			st.lateUnseated.Add(1)
-			st.late.Add(1)
-			*w.matched++
+			w.counts.late++
+			w.counts.matched++
 		}
 		return
 	}
@@ -77,7 +77,7 @@ func (st *store) observe(e *event.Event, w *write, last **Series) {
 		st.add(s, e, w)
 		lock.RUnlock()
 		if folded && !w.backfill {
-			st.fold(!overBudget, w.now, w.budget, e.Labels)
+			st.fold(w, !overBudget, e.Labels)
 		}
 		return
 	}
@@ -154,8 +154,8 @@ func (st *store) create(e *event.Event, w *write, due bool) {
 	if (full || w.backfill && s == nil) && st.tooOld(w.now, w.at) {
 		if !w.backfill {
 			st.lateUnseated.Add(1)
-			st.late.Add(1)
-			*w.matched++
+			w.counts.late++
+			w.counts.matched++
 		}
 		return
 	}
@@ -191,7 +191,7 @@ func (st *store) create(e *event.Event, w *write, due bool) {
 	}
 	st.add(s, e, w)
 	if folded && !w.backfill {
-		st.fold(!overBudget, w.now, w.budget, e.Labels)
+		st.fold(w, !overBudget, e.Labels)
 	}
 }
 
@@ -239,7 +239,7 @@ func (st *store) add(s *Series, e *event.Event, w *write) {
 	p := st.partOf(s, w.shard)
 	if st.value && !admit(p, v) {
 		if !w.backfill {
-			st.tooLarge.Add(1)
+			w.counts.tooLarge++
 		}
 		return
 	}
@@ -274,7 +274,7 @@ func (st *store) counted(p *part, w *write, n uint64) *windows.Series {
 	// the wall's.
 	if !w.backfill {
 		p.lines.Add(n)
-		*w.matched += n
+		w.counts.matched += n
 		p.raiseLast(w.active)
 	} else {
 		p.raiseLast(w.active - ago(w.now, w.at))
@@ -283,7 +283,7 @@ func (st *store) counted(p *part, w *write, n uint64) *windows.Series {
 	if wheels == nil {
 		if st.tooOld(w.now, w.at) {
 			if !w.backfill {
-				st.late.Add(n)
+				w.counts.late += n
 			}
 			return nil
 		}
@@ -315,11 +315,11 @@ func (st *store) placed(pl windows.Placement, w *write, n uint64) {
 		}
 	case windows.Late:
 		if !w.backfill {
-			st.late.Add(n)
+			w.counts.late += n
 		}
 	case windows.Future:
 		if !w.backfill {
-			st.future.Add(n)
+			w.counts.future += n
 		}
 		st.placedAt(w.now)
 	}

@@ -431,21 +431,32 @@ func (l *Listener) Ready() bool { return true }
 // Stats returns the counters.
 func (l *Listener) Stats() input.Stats {
 	errs, lost := l.errs.Load(), l.socketLost.Load()
-	// Malformed datagrams are loaded before the lines, which are counted first.
+	// Malformed datagrams are loaded before the lines, which are counted first, and what
+	// came in to be lines after them (Arrivals).
 	malformed := l.malformed.Load()
+	lines := l.lines.Load()
+	arr := l.Arrivals()
 	return input.Stats{
-		LinesRead: l.lines.Load(),
+		LinesRead: lines,
 		TooLong:   l.tooLong.Load(),
 		Errors:    errs + lost,
 		// A socket's errors are failed receives, and for a unix socket the times its file
 		// was found removed or replaced.
 		ErrorsByReason: map[string]uint64{"receive": errs, "socket": lost},
-		Counters: []input.Counter{
-			selfmetric.InputDatagrams.Count(l.received.Load()),
-			selfmetric.InputMalformedDatagrams.Count(malformed),
-			selfmetric.InputDroppedDatagrams.Count(l.droppedKernel.Load(), "receive_buffer"),
-			selfmetric.InputDroppedDatagrams.Count(l.droppedQueue.Load(), "queue"),
-		},
+		Counters:       []input.Counter{arr[0], selfmetric.InputMalformedDatagrams.Count(malformed), arr[1], arr[2]},
+	}
+}
+
+// Arrivals returns the counters of the datagrams received and of those dropped before
+// they became lines (input.Arrivals): datagrams received, dropped by the kernel, dropped
+// at the queue. The dropped ones are loaded first: a datagram is received before it is
+// dropped.
+func (l *Listener) Arrivals() []input.Counter {
+	kernel, queue := l.droppedKernel.Load(), l.droppedQueue.Load()
+	return []input.Counter{
+		selfmetric.InputDatagrams.Count(l.received.Load()),
+		selfmetric.InputDroppedDatagrams.Count(kernel, "receive_buffer"),
+		selfmetric.InputDroppedDatagrams.Count(queue, "queue"),
 	}
 }
 
