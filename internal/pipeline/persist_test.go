@@ -106,7 +106,7 @@ func startStoredAsOther(t *testing.T, log, dir string, out *syncbuf.Buffer, o Op
 	cfg, o := storedOn(t, strings.ReplaceAll(persistRules, "LOG", log), dir, out, o)
 	var p *Pipeline
 	var err error
-	asother.Run(t, 20*time.Second, []string{dir}, func() { p, err = Start(cfg, o) })
+	asother.Run(t, []string{dir}, func() { p, err = Start(cfg, o) })
 	if err != nil {
 		t.Fatal(err)
 	}

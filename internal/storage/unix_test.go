@@ -112,7 +112,7 @@ func TestTakeLockLeftByAnother(t *testing.T) {
 				t.Fatal(err)
 			}
 			var l *Lock
-			asother.Run(t, 10*time.Second, []string{dir}, func() { l, err = TakeLock(dir) })
+			asother.Run(t, []string{dir}, func() { l, err = TakeLock(dir) })
 			if err != nil {
 				t.Fatalf("TakeLock: %v", err)
 			}
@@ -171,7 +171,7 @@ func TestTakeOverRace(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				asother.Run(t, 10*time.Second, []string{dir}, func() {
+				asother.Run(t, []string{dir}, func() {
 					<-start
 					l, err := TakeLock(dir)
 					if err == nil {
