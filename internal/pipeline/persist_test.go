@@ -1389,24 +1389,21 @@ func TestStorageWaitsForTheLock(t *testing.T) {
 	go func() {
 		p, err := Start(cfg, Options{
 			Now: time.Now, PollInterval: 10 * time.Millisecond, RotationGrace: 50 * time.Millisecond,
-			BackfillBytes: DefaultBackfillBytes, StoragePath: dir, SnapshotInterval: time.Hour, StorageLockWait: time.Minute,
+			BackfillBytes: DefaultBackfillBytes, StoragePath: dir, SnapshotInterval: time.Hour, StorageLockWait: 24 * time.Hour,
 			Logger: slog.New(slog.NewTextHandler(&out2, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		})
 		done <- started{p, err}
 	}()
 	var second started
-	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(out2.String(), "waiting for it to let the directory go"); {
-		select {
-		case second = <-done:
-			if second.p != nil {
-				second.p.Stop()
-			}
-			t.Fatalf("started (%v) while the exporter it replaces held the directory:\n%s", second.err, out2.String())
-		case <-time.After(10 * time.Millisecond):
+	select {
+	case second = <-done:
+		if second.p != nil {
+			second.p.Stop()
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no word of waiting after 20 s:\n%s", out2.String())
-		}
+		t.Fatalf("started (%v) while the exporter it replaces held the directory:\n%s", second.err, out2.String())
+	case <-out2.Holds(lockWaitWord):
+	case <-time.After(time.Until(await.Deadline(t))):
+		t.Fatalf("no word of waiting:\n%s", out2.String())
 	}
 	p1.Stop() // its last snapshot, then the directory let go
 	second = <-done
@@ -1421,6 +1418,9 @@ func TestStorageWaitsForTheLock(t *testing.T) {
 	waitCounted(t, p2, 10)
 }
 
+// lockWaitWord is what a start logs as it begins to wait for the storage directory.
+const lockWaitWord = "waiting for it to let the directory go"
+
 // A storage directory whose lock cannot be taken for another reason than another holder
 // (here DIR/lock a link to nowhere; a file system without flock alike) is warned of and
 // used unguarded: the start does not wait for it, snapshots are written and restored.
@@ -1432,10 +1432,16 @@ func TestStorageLockFails(t *testing.T) {
 	log := filepath.Join(t.TempDir(), "access.log")
 	var out1, out2 syncbuf.Buffer
 	// Told of, not timed: a start that waited for the lock would say so, and wait for a
-	// day.
-	p1 := startStored(t, log, dir, &out1, Options{SnapshotInterval: time.Hour, StorageLockWait: 24 * time.Hour})
-	if !strings.Contains(out1.String(), "cannot lock the storage directory") || strings.Contains(out1.String(), "waiting for it to let the directory go") {
-		t.Errorf("want a warning of the lock, and no wait for it:\n%s", out1.String())
+	// day, but for its interrupt, which its word of the wait is.
+	cfg, o := storedOn(t, strings.ReplaceAll(persistRules, "LOG", log), dir, &out1, Options{SnapshotInterval: time.Hour, StorageLockWait: 24 * time.Hour})
+	o.Interrupt = out1.Holds(lockWaitWord)
+	p1, err := Start(cfg, o)
+	if err != nil {
+		t.Fatalf("the start waited for a lock it cannot take: %v\n%s", err, out1.String())
+	}
+	t.Cleanup(p1.Stop)
+	if !strings.Contains(out1.String(), "cannot lock the storage directory") {
+		t.Errorf("want a warning of the lock:\n%s", out1.String())
 	}
 	persistLines(t, log, 1, 10)
 	waitCounted(t, p1, 10)
@@ -1464,17 +1470,9 @@ func TestStorageWaitInterrupted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	interrupt := make(chan struct{})
 	var out syncbuf.Buffer
-	go func() {
-		defer close(interrupt)
-		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-			if strings.Contains(out.String(), "waiting for it to let the directory go") {
-				return
-			}
-		}
-	}()
-	p, err := Start(cfg, Options{Now: time.Now, StoragePath: dir, StorageLockWait: time.Hour, Interrupt: interrupt, Logger: slog.New(slog.NewTextHandler(&out, nil))})
+	// The interrupt comes as the start says it waits.
+	p, err := Start(cfg, Options{Now: time.Now, StoragePath: dir, StorageLockWait: time.Hour, Interrupt: out.Holds(lockWaitWord), Logger: slog.New(slog.NewTextHandler(&out, nil))})
 	if p != nil {
 		p.Stop()
 	}
