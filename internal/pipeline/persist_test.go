@@ -657,7 +657,6 @@ func TestStorageCutWhileReading(t *testing.T) {
 	for range 5 {
 		kept = periodicSnapshot(t, p, dir)
 	}
-	time.Sleep(time.Second)
 	waitCounted(t, p, n)
 	kill(t, p, dir, kept)
 	p = startStored(t, log, dir, &out, Options{})
@@ -691,14 +690,8 @@ rules:
 		b.Fatal(err)
 	}
 	defer p.Stop()
-	for deadline := time.Now().Add(20 * time.Second); ; {
-		if s := p.inputStats(); len(s) == 1 && s[0].LinesRead == n {
-			break
-		}
-		if time.Now().After(deadline) {
-			b.Fatal("the lines were not read")
-		}
-		time.Sleep(5 * time.Millisecond)
+	for s := p.inputStats(); len(s) != 1 || s[0].LinesRead != n; s = p.inputStats() {
+		time.Sleep(5 * time.Millisecond) // a benchmark has no deadline: go test's -timeout ends a wait that never ends
 	}
 	// What a scrape's look at the inputs waits for while snapshots are taken: the
 	// readiness check takes the lock it takes, every millisecond.
@@ -947,14 +940,11 @@ func TestSnapshotHoldsNoLock(t *testing.T) {
 				}
 				checked <- errors.Join(err, p.Reload(cfg))
 			}()
-			// A deadline only to fail rather than hang: nothing waits for it when all is well.
-			select {
-			case err := <-checked:
-				if err != nil {
-					t.Error(err)
-				}
-			case <-time.After(10 * time.Second):
+			// A wait that is given up fails rather than hangs: nothing waits when all is well.
+			if err, ok := await.Receive(t, checked); !ok {
 				t.Errorf("a scrape, the readiness check or a reload waited while the snapshot's %s", stall)
+			} else if err != nil {
+				t.Error(err)
 			}
 			close(resume)
 			if err := <-written; err != nil {
@@ -1514,17 +1504,13 @@ rules:
 			const held = "the host's clock is behind the processing time of the snapshot's newest lines"
 			want := func(p *Pipeline, n float64) {
 				t.Helper()
-				deadline := time.Now().Add(20 * time.Second)
-				for {
+				var got []float64
+				if !await.Until(t, func() bool {
 					s := gatherPipeline(t, p)
-					got := []float64{s[`arrived_total{}`], s[`arrived_window{window="1m"}`], s[`arrived_window{window="5m"}`]}
-					if got[0] == n && got[1] == n && got[2] == n {
-						return
-					}
-					if time.Now().After(deadline) {
-						t.Fatalf("total, 1m, 5m = %v, want %v each", got, n)
-					}
-					time.Sleep(10 * time.Millisecond)
+					got = []float64{s[`arrived_total{}`], s[`arrived_window{window="1m"}`], s[`arrived_window{window="5m"}`]}
+					return got[0] == n && got[1] == n && got[2] == n
+				}) {
+					t.Fatalf("total, 1m, 5m = %v, want %v each", got, n)
 				}
 			}
 			var first, restarted syncbuf.Buffer
@@ -1590,12 +1576,8 @@ rules:
 			t.Fatal(err)
 		}
 		name := fmt.Sprintf("timed_total{id=%q}", id)
-		deadline := time.Now().Add(20 * time.Second)
-		for gatherPipeline(t, p)[name] != 1 {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s not counted", name)
-			}
-			time.Sleep(10 * time.Millisecond)
+		if !await.Until(t, func() bool { return gatherPipeline(t, p)[name] == 1 }) {
+			t.Fatalf("%s not counted", name)
 		}
 	}
 
@@ -1730,10 +1712,8 @@ rules:
 			if tc.lines > 0 {
 				persistLines(t, log, 1, tc.lines)
 			}
-			for deadline := time.Now().Add(20 * time.Second); gatherPipeline(t, p)[`arrived_total{}`] != float64(tc.lines); time.Sleep(10 * time.Millisecond) {
-				if time.Now().After(deadline) {
-					t.Fatal("the lines were not read")
-				}
+			if !await.Until(t, func() bool { return gatherPipeline(t, p)[`arrived_total{}`] == float64(tc.lines) }) {
+				t.Fatal("the lines were not read")
 			}
 			clock.Add(10 * time.Second)
 			p.Stop()
@@ -1776,10 +1756,8 @@ func TestStorageRestartSnapshotAheadRotated(t *testing.T) {
 			}
 			want := func(p *Pipeline, n float64) {
 				t.Helper()
-				for deadline := time.Now().Add(20 * time.Second); gatherPipeline(t, p)[`arrived_total{}`] != n; time.Sleep(10 * time.Millisecond) {
-					if time.Now().After(deadline) {
-						t.Fatalf("arrived_total %v, want %v", gatherPipeline(t, p)[`arrived_total{}`], n)
-					}
+				if !await.Until(t, func() bool { return gatherPipeline(t, p)[`arrived_total{}`] == n }) {
+					t.Fatalf("arrived_total %v, want %v", gatherPipeline(t, p)[`arrived_total{}`], n)
 				}
 			}
 			rename := func(from, to string) {

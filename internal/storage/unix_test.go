@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/logwindow/logwindow_exporter/internal/testutil/asother"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/await"
 )
 
 func mkfifo(path string) error { return syscall.Mkfifo(path, 0o600) }
@@ -297,14 +298,13 @@ func TestTakeLockDoesNotWaitToRemoveStaleTakeovers(t *testing.T) {
 		}
 		took <- err
 	}()
-	select {
-	case err := <-took:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(10 * time.Second):
+	err, ok := await.Receive(t, took)
+	if !ok {
 		unlock()
 		t.Fatal("TakeLock waits for the directory's lock")
+	}
+	if err != nil {
+		t.Fatal(err)
 	}
 	if _, err := os.Stat(stale); err != nil {
 		t.Errorf("the stale file, removed without the directory's lock: %v", err)
