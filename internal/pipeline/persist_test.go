@@ -1392,7 +1392,7 @@ func TestStorageWaitsForTheLock(t *testing.T) {
 		}
 		t.Fatalf("started (%v) while the exporter it replaces held the directory:\n%s", second.err, out2.String())
 	case <-out2.Holds(lockWaitWord):
-	case <-time.After(time.Until(await.Deadline(t))):
+	case <-await.After(t):
 		t.Fatalf("no word of waiting:\n%s", out2.String())
 	}
 	p1.Stop() // its last snapshot, then the directory let go

@@ -34,3 +34,15 @@ func TestReceive(t *testing.T) {
 		t.Errorf("Receive of a closed channel = %v, %v; want 0, true", v, ok)
 	}
 }
+
+// TestAfter: the channel of a wait on several delivers no sooner than Deadline.
+func TestAfter(t *testing.T) {
+	deadline := Deadline(t)
+	select {
+	case <-After(t):
+		if time.Now().Before(deadline) {
+			t.Error("After delivered before Deadline")
+		}
+	default:
+	}
+}
