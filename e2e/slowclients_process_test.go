@@ -91,8 +91,10 @@ func TestSlowClients(t *testing.T) {
 	pid := p.Cmd.Process.Pid
 	// The scraper comes from an address of its own, as Prometheus does: connections of the
 	// attacker's address are the ones a full limit closes, and a kept-alive scrape sharing
-	// that address could be closed just as it sends (a reset, as for any client).
-	client := &http.Client{Transport: &http.Transport{
+	// that address could be closed just as it sends (a reset, as for any client). Its
+	// patience ends only at await.Deadline: the server's write timeout bounds a scrape,
+	// and a scrape that hangs fails the test rather than the test binary.
+	client := &http.Client{Timeout: time.Until(await.Deadline(t)), Transport: &http.Transport{
 		DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}).DialContext,
 	}}
 	// Read the one family (a whole scrape takes seconds to parse under the race detector).
