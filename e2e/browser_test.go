@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logwindow/logwindow_exporter/internal/testutil/await"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/testexec"
 )
 
@@ -91,8 +92,8 @@ func startBrowser(t *testing.T) *browser {
 
 	var target struct{ TargetID string }
 	// Chromium's first start on a fresh machine builds its caches before it answers, which
-	// took over 30 s on a loaded two-core machine.
-	b.callWithin(2*time.Minute, "", "Target.createTarget", map[string]any{"url": "about:blank"}, &target)
+	// took over 30 s on a loaded two-core machine: every wait on it ends at await.Deadline.
+	b.call("", "Target.createTarget", map[string]any{"url": "about:blank"}, &target)
 	var attached struct{ SessionID string }
 	b.call("", "Target.attachToTarget", map[string]any{"targetId": target.TargetID, "flatten": true}, &attached)
 	b.session = attached.SessionID
@@ -149,12 +150,6 @@ func (b *browser) read(r *os.File) {
 // call sends a command and decodes its result into out (when not nil).
 func (b *browser) call(session, method string, params any, out any) {
 	b.t.Helper()
-	b.callWithin(30*time.Second, session, method, params, out)
-}
-
-// callWithin is call with its own time to wait for the answer.
-func (b *browser) callWithin(wait time.Duration, session, method string, params any, out any) {
-	b.t.Helper()
 	b.mu.Lock()
 	b.nextID++
 	id := b.nextID
@@ -182,15 +177,15 @@ func (b *browser) callWithin(wait time.Duration, session, method string, params 
 				b.t.Fatalf("%s: %v", method, err)
 			}
 		}
-	case <-time.After(wait):
-		b.t.Fatalf("%s: no answer from chromium in %v", method, wait)
+	case <-await.After(b.t):
+		b.t.Fatalf("%s: no answer from chromium", method)
 	}
 }
 
 // problems are the console errors, uncaught exceptions and dialogs seen so far.
 func (b *browser) waitFor(method string, problems *[]string) {
 	b.t.Helper()
-	deadline := time.After(30 * time.Second)
+	deadline := await.After(b.t)
 	for {
 		select {
 		case m, ok := <-b.events:
@@ -204,7 +199,7 @@ func (b *browser) waitFor(method string, problems *[]string) {
 				return
 			}
 		case <-deadline:
-			b.t.Fatalf("no %s from chromium in 30s", method)
+			b.t.Fatalf("no %s from chromium", method)
 		}
 	}
 }

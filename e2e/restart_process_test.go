@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/logwindow/logwindow_exporter/internal/storage"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/await"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/metrictest"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/testexec"
 )
@@ -131,13 +132,11 @@ func TestProcessRestartKeepsWindows(t *testing.T) {
 		// A periodic snapshot of this process first: the kill leaves it, not the burst's.
 		restarted := time.Now()
 		snapshot := filepath.Join(state, storage.FileName)
-		for deadline := time.Now().Add(testexec.DefaultTimeout); ; time.Sleep(20 * time.Millisecond) {
-			if fi, err := os.Stat(snapshot); err == nil && fi.ModTime().After(restarted) {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("no periodic snapshot")
-			}
+		if !await.Until(t, func() bool {
+			fi, err := os.Stat(snapshot)
+			return err == nil && fi.ModTime().After(restarted)
+		}) {
+			t.Fatal("no periodic snapshot")
 		}
 		logs.write(t, 1501, 2500)
 		waitCounted(t, e, 2500)

@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/logwindow/logwindow_exporter/internal/server/status"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/await"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/metrictest"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/testexec"
 )
@@ -53,9 +54,10 @@ rules:
 // longer to the line tester (and as much as it takes) and do not read the reply, that
 // send half a body, that keep a connection idle, that send half their headers. 300
 // connections, the number that once made the exporter fail to accept (too many open
-// files). Throughout, a scraper that reads must get every scrape within 5 s; the server
-// must close every held connection within its timeout and 3 s of slack; and the
-// process's peak RSS may grow by at most rssGrowthBound over what it was before.
+// files). Throughout, a scraper that reads must get every scrape (which the server's write
+// timeout bounds); the server must close every held connection, which the clients never
+// do: its timeouts are the only clocks that end one; and the process's peak RSS may grow
+// by at most rssGrowthBound over what it was before.
 func TestSlowClients(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: holds 300 connections on the built exporter for several seconds")
@@ -64,7 +66,6 @@ func TestSlowClients(t *testing.T) {
 		series  = 20000
 		perKind = 50
 		nofile  = 256
-		slack   = 3 * time.Second
 		// rssGrowthBound: 10 scrapes in flight (--web.max-requests), each holding its
 		// read of the 20,000 series, 3.5 MB measured (30 scrapes unbounded took 87 MB);
 		// the line tester's 2 requests, 30 MB measured (each its 256 KiB of lines, copied
@@ -90,12 +91,15 @@ func TestSlowClients(t *testing.T) {
 	pid := p.Cmd.Process.Pid
 	// The scraper comes from an address of its own, as Prometheus does: connections of the
 	// attacker's address are the ones a full limit closes, and a kept-alive scrape sharing
-	// that address could be closed just as it sends (a reset, as for any client).
-	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+	// that address could be closed just as it sends (a reset, as for any client). Its
+	// patience ends only at await.Deadline: the server's write timeout bounds a scrape,
+	// and a scrape that hangs fails the test rather than the test binary.
+	client := &http.Client{Timeout: time.Until(await.Deadline(t)), Transport: &http.Transport{
 		DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}).DialContext,
 	}}
 	// Read the one family (a whole scrape takes seconds to parse under the race detector).
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	var read float64
+	if !await.Until(t, func() bool {
 		resp, err := client.Get(p.URL() + "/metrics?name[]=logwindow_input_lines_total")
 		if err != nil {
 			t.Fatal(err)
@@ -106,11 +110,10 @@ func TestSlowClients(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := metrictest.Sum(m, "logwindow_input_lines_total"); got == series {
-			break
-		} else if time.Now().After(deadline) {
-			t.Fatalf("read %v lines, want %v", got, series)
-		}
+		read = metrictest.Sum(m, "logwindow_input_lines_total")
+		return read == series
+	}) {
+		t.Fatalf("read %v lines, want %v", read, series)
 	}
 	scrape := func() (int, error) {
 		resp, err := client.Get(p.URL() + "/metrics")
@@ -162,24 +165,28 @@ func TestSlowClients(t *testing.T) {
 	}
 	t.Logf("before: %d series, a scrape of %d bytes, RSS %d MB, %d sockets", series, size, rssBefore>>20, socketsBefore)
 
-	// The scraper: one scrape every 200 ms until the attack is over.
-	stop := make(chan struct{})
+	// The scraper: a scrape at once, as the attack begins, then one every 200 ms until the
+	// attack is over and it has made two, however few the attack's seconds held.
+	const leastScrapes = 2
+	stop, twice := make(chan struct{}), make(chan struct{})
 	var scrapes []time.Duration
 	var scrapeErrs []string
 	scraped := make(chan struct{})
 	go func() {
 		defer close(scraped)
 		for {
+			began := time.Now()
+			if _, err := scrape(); err != nil {
+				scrapeErrs = append(scrapeErrs, fmt.Sprintf("at %v: %v", time.Since(began).Round(time.Millisecond), err))
+			}
+			if scrapes = append(scrapes, time.Since(began)); len(scrapes) == leastScrapes {
+				close(twice)
+			}
 			select {
 			case <-stop:
 				return
 			case <-time.After(200 * time.Millisecond):
 			}
-			began := time.Now()
-			if _, err := scrape(); err != nil {
-				scrapeErrs = append(scrapeErrs, fmt.Sprintf("at %v: %v", time.Since(began).Round(time.Millisecond), err))
-			}
-			scrapes = append(scrapes, time.Since(began))
 		}
 	}()
 
@@ -219,6 +226,7 @@ func TestSlowClients(t *testing.T) {
 		port   int
 		opened time.Time
 		closed time.Time
+		c      net.Conn
 	}
 	var (
 		mu    sync.Mutex
@@ -234,24 +242,23 @@ func TestSlowClients(t *testing.T) {
 				continue
 			}
 			defer c.Close()
-			h := &held{kind: k.name, port: c.LocalAddr().(*net.TCPAddr).Port, opened: time.Now()}
+			h := &held{kind: k.name, port: c.LocalAddr().(*net.TCPAddr).Port, opened: time.Now(), c: c}
 			mu.Lock()
 			conns = append(conns, h)
 			mu.Unlock()
-			wg.Go(func() {
-				_ = c.SetDeadline(time.Now().Add(10 * time.Second)) // the client's own patience
-				_ = k.send(c)                                       // the server may close first: that is what is tested
-			})
+			// No deadline of the client's: a connection the server never closes stays open,
+			// and fails the test, rather than ends at the client's patience.
+			wg.Go(func() { _ = k.send(c) }) // the server may close first: that is what is tested
 		}
 	}
 	t.Logf("%d connections opened in %v", len(conns), time.Since(attackBegan).Round(time.Millisecond))
 
-	// Watch the server's side of every connection.
-	deadline := time.Now().Add(slowClientTimeout + slack + time.Second)
-	for open := len(conns); open > 0 && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	// Watch the server's side of every connection until it has closed them all. A
+	// connection it never closes fails the test at await.Deadline, its client closed then
+	// so that the sends end.
+	if !await.Until(t, func() bool {
 		established := establishedPorts(t, addr)
-		now := time.Now()
-		open = 0
+		now, open := time.Now(), 0
 		for _, h := range conns {
 			if h.closed.IsZero() {
 				if established[h.port] {
@@ -261,16 +268,21 @@ func TestSlowClients(t *testing.T) {
 				}
 			}
 		}
+		return open == 0
+	}) {
+		for _, h := range conns {
+			h.c.Close()
+		}
 	}
 	wg.Wait()
+	await.Receive(t, twice) // too few scrapes fail the test below
 	close(stop)
 	<-scraped
 	peak := procStatusBytes(t, pid, "VmHWM")
 	client.CloseIdleConnections()
+	// The server reads the scraper's close.
 	socketsAfter := sockets()
-	for end := time.Now().Add(time.Second); socketsAfter > socketsBefore && time.Now().Before(end); socketsAfter = sockets() {
-		time.Sleep(20 * time.Millisecond) // the server reads the scraper's close
-	}
+	await.Until(t, func() bool { socketsAfter = sockets(); return socketsAfter <= socketsBefore })
 
 	byKind := map[string][]time.Duration{}
 	for _, h := range conns {
@@ -294,11 +306,8 @@ func TestSlowClients(t *testing.T) {
 			closed = fmt.Sprintf("closed after %v to %v", ds[open].Round(time.Millisecond), ds[len(ds)-1].Round(time.Millisecond))
 		}
 		t.Logf("%-42s %d held, %d still open %v after the first: %s", k.name, len(ds), open, time.Since(attackBegan).Round(time.Millisecond), closed)
-		for _, d := range ds {
-			if d < 0 || d > slowClientTimeout+slack {
-				t.Errorf("%s: a connection held for %v (open: %v), want closed by the server within %v", k.name, d, d < 0, slowClientTimeout+slack)
-				break
-			}
+		if open > 0 {
+			t.Errorf("%s: %d connections never closed by the server", k.name, open)
 		}
 	}
 	slices.Sort(scrapes)
@@ -311,9 +320,9 @@ func TestSlowClients(t *testing.T) {
 	}
 	// Each scrape of the 4 MB exposition follows the last; a loaded 2-core CI machine takes
 	// about a second a scrape while it also fends off the attack, so count only that scrapes
-	// kept being answered (none failed, above) through the attack's seconds.
-	if len(scrapes) < 2 {
-		t.Errorf("%d scrapes during the attack, want several answered through it", len(scrapes))
+	// kept being answered (none failed, above), the first as the attack began.
+	if len(scrapes) < leastScrapes {
+		t.Errorf("%d scrapes during the attack, want at least %d answered through it", len(scrapes), leastScrapes)
 	}
 	t.Logf("RSS %d MB before, peak %d MB during: %+d MB (bound %d MB); sockets %d before, %d after",
 		rssBefore>>20, peak>>20, (peak-rssBefore)>>20, rssGrowthBound>>20, socketsBefore, socketsAfter)

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/logwindow/logwindow_exporter/internal/testutil/await"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/metrictest"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/testexec"
 )
@@ -207,17 +208,18 @@ func stalledAttack(t *testing.T, p *testexec.Exporter, client *http.Client, acce
 // waitRead waits until the exporter has read lines, and returns the bytes its series hold.
 func waitRead(t *testing.T, p *testexec.Exporter, client *http.Client, lines float64) int64 {
 	t.Helper()
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	var got, held float64
+	if !await.Until(t, func() bool {
 		m, err := scrapeFamilies(client, p.URL()+"/metrics?name[]=logwindow_input_lines_total&name[]=logwindow_series_bytes")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := metrictest.Sum(m, "logwindow_input_lines_total"); got == lines {
-			return int64(metrictest.Sum(m, "logwindow_series_bytes"))
-		} else if time.Now().After(deadline) {
-			t.Fatalf("read %v lines, want %v", got, lines)
-		}
+		got, held = metrictest.Sum(m, "logwindow_input_lines_total"), metrictest.Sum(m, "logwindow_series_bytes")
+		return got == lines
+	}) {
+		t.Fatalf("read %v lines, want %v", got, lines)
 	}
+	return int64(held)
 }
 
 // TestStalledScrapes runs a top rule of k=50,000 over 50,000 paths of 1 KB (a scrape of

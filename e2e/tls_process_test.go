@@ -22,6 +22,7 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/logwindow/logwindow_exporter/internal/testutil/await"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/testexec"
 )
 
@@ -156,11 +157,14 @@ func (s *tlsSetup) trust(certPEM []byte) {
 func (s *tlsSetup) check(t *testing.T, p *testexec.Proc, out string) {
 	t.Helper()
 	var addrs []string
-	for deadline := time.Now().Add(testexec.DefaultTimeout); len(addrs) < 2; time.Sleep(10 * time.Millisecond) {
-		if gone, err := p.Exited(); gone || time.Now().After(deadline) {
-			t.Fatalf("not listening on two addresses (exited: %v, %v)\n%s", gone, err, testexec.Tail(out, 20))
-		}
+	var gone bool
+	var exited error
+	if !await.Until(t, func() bool {
 		addrs = listeningOn(out)
+		gone, exited = p.Exited()
+		return len(addrs) >= 2 || gone
+	}) || len(addrs) < 2 {
+		t.Fatalf("not listening on two addresses (exited: %v, %v)\n%s", gone, exited, testexec.Tail(out, 20))
 	}
 	for _, addr := range addrs {
 		for _, auth := range []bool{false, true} {

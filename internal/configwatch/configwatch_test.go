@@ -16,6 +16,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/await"
 )
 
 const (
@@ -63,13 +64,10 @@ func (c *fakeClock) fireOldest(d time.Duration) {
 	}
 }
 
-// guard bounds every wait, so that a broken watcher fails the test instead of hanging it.
-const guard = 10 * time.Second
-
 // waitAsked waits until the watcher asks for a timer of duration d.
 func (c *fakeClock) waitAsked(t *testing.T, d time.Duration) {
 	t.Helper()
-	timeout := time.After(guard)
+	timeout := await.After(t) // a broken watcher fails the test instead of hanging it
 	for {
 		select {
 		case got := <-c.asked:
@@ -154,7 +152,7 @@ func (h *harness) fire(t *testing.T, d time.Duration) (string, bool) {
 		<-h.clock.asked
 	}
 	h.clock.fire(d)
-	timeout := time.After(guard)
+	timeout := await.After(t) // a broken watcher fails the test instead of hanging it
 	for {
 		select {
 		case asked := <-h.clock.asked:
@@ -185,7 +183,7 @@ func (h *harness) fireOnce(t *testing.T, d time.Duration) (string, bool) {
 		<-h.clock.asked
 	}
 	h.clock.fire(d)
-	timeout := time.After(guard)
+	timeout := await.After(t) // a broken watcher fails the test instead of hanging it
 	for {
 		select {
 		case asked := <-h.clock.asked:
@@ -608,7 +606,7 @@ func newRelay(t *testing.T, dir string) *relay {
 // until hands on the events up to the first one of path.
 func (r *relay) until(t *testing.T, path string) {
 	t.Helper()
-	timeout := time.After(guard)
+	timeout := await.After(t) // a broken watcher fails the test instead of hanging it
 	for {
 		select {
 		case ev := <-r.fw.Events:

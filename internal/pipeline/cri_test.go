@@ -189,12 +189,8 @@ func TestCRIPartialsRefusedPastTheMemoryBound(t *testing.T) {
 	}
 	waitRead := func(n uint64) {
 		t.Helper()
-		deadline := time.Now().Add(time.Minute)
-		for in.running.Stats().LinesRead != n {
-			if time.Now().After(deadline) {
-				t.Fatalf("%d of %d lines read", in.running.Stats().LinesRead, n)
-			}
-			time.Sleep(10 * time.Millisecond)
+		if !await.Until(t, func() bool { return in.running.Stats().LinesRead == n }) {
+			t.Fatalf("%d of %d lines read", in.running.Stats().LinesRead, n)
 		}
 	}
 	waitRead(files)
@@ -217,10 +213,8 @@ func TestCRIPartialsRefusedPastTheMemoryBound(t *testing.T) {
 	const ends = `logwindow_rule_matched_lines_total{rule="ends"}`
 	s := p.inputStats()[0]
 	// The rule's matched lines are counted just after the lines read.
-	matched := gatherPipeline(t, p)[ends]
-	for deadline := time.Now().Add(10 * time.Second); int(matched)+int(s.TooLong) < files && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		matched = gatherPipeline(t, p)[ends]
-	}
+	var matched float64
+	await.Until(t, func() bool { matched = gatherPipeline(t, p)[ends]; return int(matched)+int(s.TooLong) >= files })
 	t.Logf("%d messages joined, %d dropped as too long", int(matched), s.TooLong)
 	if s.TooLong == 0 || matched == 0 || int(matched)+int(s.TooLong) != files || s.MalformedLines != 0 {
 		t.Errorf("%v messages matched, %d too long, %d malformed: want %d in all, each once, some of both",
@@ -405,11 +399,7 @@ func TestCRIMessageAcrossKubeletRotation(t *testing.T) {
 // waitLines waits until in's follower has handed on n lines.
 func waitLines(t *testing.T, in *stream, n uint64) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for in.running.Stats().LinesRead < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d lines read; want %d", in.running.Stats().LinesRead, n)
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !await.Until(t, func() bool { return in.running.Stats().LinesRead >= n }) {
+		t.Fatalf("%d lines read; want %d", in.running.Stats().LinesRead, n)
 	}
 }

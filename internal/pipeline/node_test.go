@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/await"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/testclock"
 	"github.com/logwindow/logwindow_exporter/parser"
 )
@@ -126,21 +127,18 @@ rules:
 	// so that a line counted twice would show; the families of the rule hold nothing else.
 	check := func(step string) map[string]float64 {
 		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
 		var got map[string]float64
-		for {
+		if !await.Until(t, func() bool {
+			if got = totals(gatherPipeline(t, p)); !maps.Equal(got, want) {
+				return false
+			}
+			time.Sleep(100 * time.Millisecond) // ten polls
 			got = totals(gatherPipeline(t, p))
-			if maps.Equal(got, want) {
-				time.Sleep(100 * time.Millisecond) // ten polls
-				if got = totals(gatherPipeline(t, p)); maps.Equal(got, want) {
-					return gatherPipeline(t, p)
-				}
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: counters\n%s\nwant\n%s", step, showSamples(got), showSamples(want))
-			}
-			time.Sleep(10 * time.Millisecond)
+			return maps.Equal(got, want)
+		}) {
+			t.Fatalf("%s: counters\n%s\nwant\n%s", step, showSamples(got), showSamples(want))
 		}
+		return gatherPipeline(t, p)
 	}
 	all := check("at start")
 	if got := all[`logwindow_input_files{input="pods"}`]; got != 3 {

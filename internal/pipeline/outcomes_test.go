@@ -11,6 +11,7 @@ import (
 
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/internal/selfmetric"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/await"
 )
 
 // A scrape that lands while lines are being read never shows more lines counted by what
@@ -89,7 +90,8 @@ type writeCase struct {
 // scrapeWhileWriting starts a pipeline on tc's input with one rule (its YAML), and appends or sends perWrite lines or datagrams (taken from tc.chunk in turn)
 // tc.writes times while it calls look over and over, as a scrape lands at any point of
 // a read. look fails the test where an invariant does not hold, and says how far the
-// counts are and whether every line is counted; a minute without that fails the test.
+// counts are and whether every line is counted; a wait for that which reaches
+// await.Deadline fails the test.
 func scrapeWhileWriting(t *testing.T, tc writeCase, rule string, perWrite int, look func(p *Pipeline, n int) (progress string, done bool)) {
 	t.Helper()
 	dir := t.TempDir()
@@ -113,7 +115,7 @@ func scrapeWhileWriting(t *testing.T, tc writeCase, rule string, perWrite int, l
 	}
 	failed := make(chan error, 1)
 	go func() { failed <- write(log, sock, tc.input, tc.chunk, text.String(), tc.writes, perWrite) }()
-	deadline := time.Now().Add(time.Minute)
+	deadline := await.Deadline(t)
 	for n := 0; ; n++ {
 		select {
 		case err := <-failed:

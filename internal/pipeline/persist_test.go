@@ -106,7 +106,7 @@ func startStoredAsOther(t *testing.T, log, dir string, out *syncbuf.Buffer, o Op
 	cfg, o := storedOn(t, strings.ReplaceAll(persistRules, "LOG", log), dir, out, o)
 	var p *Pipeline
 	var err error
-	asother.Run(t, 20*time.Second, []string{dir}, func() { p, err = Start(cfg, o) })
+	asother.Run(t, []string{dir}, func() { p, err = Start(cfg, o) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -657,7 +657,6 @@ func TestStorageCutWhileReading(t *testing.T) {
 	for range 5 {
 		kept = periodicSnapshot(t, p, dir)
 	}
-	time.Sleep(time.Second)
 	waitCounted(t, p, n)
 	kill(t, p, dir, kept)
 	p = startStored(t, log, dir, &out, Options{})
@@ -691,14 +690,8 @@ rules:
 		b.Fatal(err)
 	}
 	defer p.Stop()
-	for deadline := time.Now().Add(20 * time.Second); ; {
-		if s := p.inputStats(); len(s) == 1 && s[0].LinesRead == n {
-			break
-		}
-		if time.Now().After(deadline) {
-			b.Fatal("the lines were not read")
-		}
-		time.Sleep(5 * time.Millisecond)
+	for s := p.inputStats(); len(s) != 1 || s[0].LinesRead != n; s = p.inputStats() {
+		time.Sleep(5 * time.Millisecond) // a benchmark has no deadline: go test's -timeout ends a wait that never ends
 	}
 	// What a scrape's look at the inputs waits for while snapshots are taken: the
 	// readiness check takes the lock it takes, every millisecond.
@@ -947,14 +940,11 @@ func TestSnapshotHoldsNoLock(t *testing.T) {
 				}
 				checked <- errors.Join(err, p.Reload(cfg))
 			}()
-			// A deadline only to fail rather than hang: nothing waits for it when all is well.
-			select {
-			case err := <-checked:
-				if err != nil {
-					t.Error(err)
-				}
-			case <-time.After(10 * time.Second):
+			// A wait that is given up fails rather than hangs: nothing waits when all is well.
+			if err, ok := await.Receive(t, checked); !ok {
 				t.Errorf("a scrape, the readiness check or a reload waited while the snapshot's %s", stall)
+			} else if err != nil {
+				t.Error(err)
 			}
 			close(resume)
 			if err := <-written; err != nil {
@@ -1389,24 +1379,21 @@ func TestStorageWaitsForTheLock(t *testing.T) {
 	go func() {
 		p, err := Start(cfg, Options{
 			Now: time.Now, PollInterval: 10 * time.Millisecond, RotationGrace: 50 * time.Millisecond,
-			BackfillBytes: DefaultBackfillBytes, StoragePath: dir, SnapshotInterval: time.Hour, StorageLockWait: time.Minute,
+			BackfillBytes: DefaultBackfillBytes, StoragePath: dir, SnapshotInterval: time.Hour, StorageLockWait: 24 * time.Hour,
 			Logger: slog.New(slog.NewTextHandler(&out2, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		})
 		done <- started{p, err}
 	}()
 	var second started
-	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(out2.String(), "waiting for it to let the directory go"); {
-		select {
-		case second = <-done:
-			if second.p != nil {
-				second.p.Stop()
-			}
-			t.Fatalf("started (%v) while the exporter it replaces held the directory:\n%s", second.err, out2.String())
-		case <-time.After(10 * time.Millisecond):
+	select {
+	case second = <-done:
+		if second.p != nil {
+			second.p.Stop()
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no word of waiting after 20 s:\n%s", out2.String())
-		}
+		t.Fatalf("started (%v) while the exporter it replaces held the directory:\n%s", second.err, out2.String())
+	case <-out2.Holds(lockWaitWord):
+	case <-await.After(t):
+		t.Fatalf("no word of waiting:\n%s", out2.String())
 	}
 	p1.Stop() // its last snapshot, then the directory let go
 	second = <-done
@@ -1421,6 +1408,9 @@ func TestStorageWaitsForTheLock(t *testing.T) {
 	waitCounted(t, p2, 10)
 }
 
+// lockWaitWord is what a start logs as it begins to wait for the storage directory.
+const lockWaitWord = "waiting for it to let the directory go"
+
 // A storage directory whose lock cannot be taken for another reason than another holder
 // (here DIR/lock a link to nowhere; a file system without flock alike) is warned of and
 // used unguarded: the start does not wait for it, snapshots are written and restored.
@@ -1432,10 +1422,16 @@ func TestStorageLockFails(t *testing.T) {
 	log := filepath.Join(t.TempDir(), "access.log")
 	var out1, out2 syncbuf.Buffer
 	// Told of, not timed: a start that waited for the lock would say so, and wait for a
-	// day.
-	p1 := startStored(t, log, dir, &out1, Options{SnapshotInterval: time.Hour, StorageLockWait: 24 * time.Hour})
-	if !strings.Contains(out1.String(), "cannot lock the storage directory") || strings.Contains(out1.String(), "waiting for it to let the directory go") {
-		t.Errorf("want a warning of the lock, and no wait for it:\n%s", out1.String())
+	// day, but for its interrupt, which its word of the wait is.
+	cfg, o := storedOn(t, strings.ReplaceAll(persistRules, "LOG", log), dir, &out1, Options{SnapshotInterval: time.Hour, StorageLockWait: 24 * time.Hour})
+	o.Interrupt = out1.Holds(lockWaitWord)
+	p1, err := Start(cfg, o)
+	if err != nil {
+		t.Fatalf("the start waited for a lock it cannot take: %v\n%s", err, out1.String())
+	}
+	t.Cleanup(p1.Stop)
+	if !strings.Contains(out1.String(), "cannot lock the storage directory") {
+		t.Errorf("want a warning of the lock:\n%s", out1.String())
 	}
 	persistLines(t, log, 1, 10)
 	waitCounted(t, p1, 10)
@@ -1464,17 +1460,9 @@ func TestStorageWaitInterrupted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	interrupt := make(chan struct{})
 	var out syncbuf.Buffer
-	go func() {
-		defer close(interrupt)
-		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-			if strings.Contains(out.String(), "waiting for it to let the directory go") {
-				return
-			}
-		}
-	}()
-	p, err := Start(cfg, Options{Now: time.Now, StoragePath: dir, StorageLockWait: time.Hour, Interrupt: interrupt, Logger: slog.New(slog.NewTextHandler(&out, nil))})
+	// The interrupt comes as the start says it waits.
+	p, err := Start(cfg, Options{Now: time.Now, StoragePath: dir, StorageLockWait: time.Hour, Interrupt: out.Holds(lockWaitWord), Logger: slog.New(slog.NewTextHandler(&out, nil))})
 	if p != nil {
 		p.Stop()
 	}
@@ -1516,17 +1504,13 @@ rules:
 			const held = "the host's clock is behind the processing time of the snapshot's newest lines"
 			want := func(p *Pipeline, n float64) {
 				t.Helper()
-				deadline := time.Now().Add(20 * time.Second)
-				for {
+				var got []float64
+				if !await.Until(t, func() bool {
 					s := gatherPipeline(t, p)
-					got := []float64{s[`arrived_total{}`], s[`arrived_window{window="1m"}`], s[`arrived_window{window="5m"}`]}
-					if got[0] == n && got[1] == n && got[2] == n {
-						return
-					}
-					if time.Now().After(deadline) {
-						t.Fatalf("total, 1m, 5m = %v, want %v each", got, n)
-					}
-					time.Sleep(10 * time.Millisecond)
+					got = []float64{s[`arrived_total{}`], s[`arrived_window{window="1m"}`], s[`arrived_window{window="5m"}`]}
+					return got[0] == n && got[1] == n && got[2] == n
+				}) {
+					t.Fatalf("total, 1m, 5m = %v, want %v each", got, n)
 				}
 			}
 			var first, restarted syncbuf.Buffer
@@ -1592,12 +1576,8 @@ rules:
 			t.Fatal(err)
 		}
 		name := fmt.Sprintf("timed_total{id=%q}", id)
-		deadline := time.Now().Add(20 * time.Second)
-		for gatherPipeline(t, p)[name] != 1 {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s not counted", name)
-			}
-			time.Sleep(10 * time.Millisecond)
+		if !await.Until(t, func() bool { return gatherPipeline(t, p)[name] == 1 }) {
+			t.Fatalf("%s not counted", name)
 		}
 	}
 
@@ -1732,10 +1712,8 @@ rules:
 			if tc.lines > 0 {
 				persistLines(t, log, 1, tc.lines)
 			}
-			for deadline := time.Now().Add(20 * time.Second); gatherPipeline(t, p)[`arrived_total{}`] != float64(tc.lines); time.Sleep(10 * time.Millisecond) {
-				if time.Now().After(deadline) {
-					t.Fatal("the lines were not read")
-				}
+			if !await.Until(t, func() bool { return gatherPipeline(t, p)[`arrived_total{}`] == float64(tc.lines) }) {
+				t.Fatal("the lines were not read")
 			}
 			clock.Add(10 * time.Second)
 			p.Stop()
@@ -1778,10 +1756,8 @@ func TestStorageRestartSnapshotAheadRotated(t *testing.T) {
 			}
 			want := func(p *Pipeline, n float64) {
 				t.Helper()
-				for deadline := time.Now().Add(20 * time.Second); gatherPipeline(t, p)[`arrived_total{}`] != n; time.Sleep(10 * time.Millisecond) {
-					if time.Now().After(deadline) {
-						t.Fatalf("arrived_total %v, want %v", gatherPipeline(t, p)[`arrived_total{}`], n)
-					}
+				if !await.Until(t, func() bool { return gatherPipeline(t, p)[`arrived_total{}`] == n }) {
+					t.Fatalf("arrived_total %v, want %v", gatherPipeline(t, p)[`arrived_total{}`], n)
 				}
 			}
 			rename := func(from, to string) {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/logwindow/logwindow_exporter/internal/testutil/await"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/syncbuf"
 )
 
@@ -30,19 +31,18 @@ func TestStorageDirectoryFIFO(t *testing.T) {
 		}
 		started <- p
 	}()
-	select {
-	case p := <-started:
-		if p == nil {
-			return
-		}
-		defer p.Stop()
-		if s := p.StorageStats(); s.RestoreFailures != 1 {
-			t.Errorf("storage stats %+v, want the snapshot not restored", s)
-		}
-		if err := p.Snapshot(); err == nil {
-			t.Error("a snapshot into a FIFO succeeded")
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatalf("Start still waiting after 10 s:\n%s", out.String())
+	p, ok := await.Receive(t, started)
+	if !ok {
+		t.Fatalf("Start still waiting:\n%s", out.String())
+	}
+	if p == nil {
+		return
+	}
+	defer p.Stop()
+	if s := p.StorageStats(); s.RestoreFailures != 1 {
+		t.Errorf("storage stats %+v, want the snapshot not restored", s)
+	}
+	if err := p.Snapshot(); err == nil {
+		t.Error("a snapshot into a FIFO succeeded")
 	}
 }

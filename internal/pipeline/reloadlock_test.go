@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/await"
 )
 
 // TestReloadLoadsWithoutTheLock: a reload reads and checks the rule file before it takes
@@ -46,9 +47,7 @@ func TestReloadLoadsWithoutTheLock(t *testing.T) {
 		_ = p.Ready()
 		_ = p.inputStats()
 	}()
-	select {
-	case <-looked:
-	case <-time.After(time.Minute):
+	if _, ok := await.Receive(t, looked); !ok {
 		t.Fatal("a look at the pipeline waits for the reload to load the rule file")
 	}
 	release()
@@ -89,13 +88,12 @@ func TestReloadBuildsWithoutTheLock(t *testing.T) {
 		_ = p.inputStats()
 		looked <- p.Ready()
 	}()
-	select {
-	case ready := <-looked:
-		if !ready {
-			t.Error("not ready while a reload builds; want ready, as the rules serving are")
-		}
-	case <-time.After(time.Minute):
+	ready, ok := await.Receive(t, looked)
+	if !ok {
 		t.Fatal("a look at the pipeline waits for the reload to build its generation")
+	}
+	if !ready {
+		t.Error("not ready while a reload builds; want ready, as the rules serving are")
 	}
 	release()
 	if err := <-reloaded; err != nil {
@@ -145,10 +143,8 @@ func TestReloadsApplyInOrder(t *testing.T) {
 	save("rules:\n  - {name: new, match: x}\n")
 	second := make(chan error, 1)
 	go func() { second <- p.ReloadFile() }()
-	for deadline := time.Now().Add(time.Minute); len(second) == 0 && !waitsOnLockIn("pipeline.(*Pipeline).ReloadFile"); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the second reload neither waits for the first nor returns")
-		}
+	if !await.Until(t, func() bool { return len(second) > 0 || waitsOnLockIn("pipeline.(*Pipeline).ReloadFile") }) {
+		t.Fatal("the second reload neither waits for the first nor returns")
 	}
 	release()
 	if err := <-second; err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/config/logformat"
 	"github.com/logwindow/logwindow_exporter/internal/input"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/await"
 )
 
 // TestReloadPanicRefused: a reload whose load or build of the rule file panics (a bug
@@ -272,7 +273,7 @@ func TestReloadPanicHandsOverPositions(t *testing.T) {
 			write()
 			waitTotal(t, p, "after the reload", "lines_total", want)
 			// A line read twice would be counted once its file is read to its end.
-			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			if !await.Until(t, func() bool {
 				files, behind := 0, false
 				for _, s := range p.inputStats() {
 					for _, f := range s.Files {
@@ -280,9 +281,9 @@ func TestReloadPanicHandsOverPositions(t *testing.T) {
 						behind = behind || f.BytesBehind > 0
 					}
 				}
-				if files == len(logs) && !behind {
-					break
-				}
+				return files == len(logs) && !behind
+			}) {
+				t.Fatalf("input stats %+v: the files not all read to their end", p.inputStats())
 			}
 			if got := sumOf(gatherPipeline(t, p), "lines_total"); got != want {
 				t.Errorf("lines_total %v once every line was read; want %v", got, want)

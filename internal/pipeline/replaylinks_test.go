@@ -147,7 +147,7 @@ rules:
 	var out strings.Builder
 	var explained int
 	var replayErr, explainErr, sampleErr error
-	asother.Run(t, 20*time.Second, []string{logs, filepath.Join(logs, "sub")}, func() {
+	asother.Run(t, []string{logs, filepath.Join(logs, "sub")}, func() {
 		replayErr = Replay(cfg, files, opts, &out)
 		var lines []explain.Line
 		lines, explainErr = Explain(cfg, files[1], 10, opts)

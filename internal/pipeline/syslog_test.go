@@ -14,6 +14,7 @@ import (
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/exporter"
 	"github.com/logwindow/logwindow_exporter/internal/input/syslog/syslogtest"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/await"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/metrictest"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/testclock"
 	"github.com/logwindow/logwindow_exporter/parser"
@@ -67,20 +68,13 @@ func hasLabel(m *dto.Metric, name, value string) bool {
 	return false
 }
 
-// waitSample waits (bounded) until the sample reaches want: datagrams are parsed on the
-// listener's goroutine.
+// waitSample waits until the sample reaches want, failing the test if it has not by
+// await.Deadline: datagrams are parsed on the listener's goroutine.
 func waitSample(t *testing.T, reg prometheus.Gatherer, name string, labels map[string]string, want float64) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		got := sample(t, reg, name, labels)
-		if got == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s%v = %v, want %v", name, labels, got, want)
-		}
-		time.Sleep(5 * time.Millisecond)
+	var got float64
+	if !await.Until(t, func() bool { got = sample(t, reg, name, labels); return got == want }) {
+		t.Fatalf("%s%v = %v, want %v", name, labels, got, want)
 	}
 }
 

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/logwindow/logwindow_exporter/internal/testutil/await"
 )
 
 // testSections are what the tests write: sections with records of every size, an empty
@@ -476,13 +478,12 @@ func TestNotARegularFile(t *testing.T) {
 				_, err := Read(dir, math.MaxInt64)
 				done <- err
 			}()
-			select {
-			case err := <-done:
-				if !errors.Is(err, ErrCorrupt) {
-					t.Fatalf("Read: %v, want ErrCorrupt", err)
-				}
-			case <-time.After(10 * time.Second):
-				t.Fatal("Read still waiting after 10 s")
+			err, ok := await.Receive(t, done)
+			if !ok {
+				t.Fatal("Read still waiting")
+			}
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("Read: %v, want ErrCorrupt", err)
 			}
 			if _, err := SetAside(dir, time.Unix(1_700_000_000, 0)); err != nil {
 				t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/logwindow/logwindow_exporter/internal/testutil/asother"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/await"
 )
 
 func mkfifo(path string) error { return syscall.Mkfifo(path, 0o600) }
@@ -112,7 +113,7 @@ func TestTakeLockLeftByAnother(t *testing.T) {
 				t.Fatal(err)
 			}
 			var l *Lock
-			asother.Run(t, 10*time.Second, []string{dir}, func() { l, err = TakeLock(dir) })
+			asother.Run(t, []string{dir}, func() { l, err = TakeLock(dir) })
 			if err != nil {
 				t.Fatalf("TakeLock: %v", err)
 			}
@@ -171,7 +172,7 @@ func TestTakeOverRace(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				asother.Run(t, 10*time.Second, []string{dir}, func() {
+				asother.Run(t, []string{dir}, func() {
 					<-start
 					l, err := TakeLock(dir)
 					if err == nil {
@@ -297,14 +298,13 @@ func TestTakeLockDoesNotWaitToRemoveStaleTakeovers(t *testing.T) {
 		}
 		took <- err
 	}()
-	select {
-	case err := <-took:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(10 * time.Second):
+	err, ok := await.Receive(t, took)
+	if !ok {
 		unlock()
 		t.Fatal("TakeLock waits for the directory's lock")
+	}
+	if err != nil {
+		t.Fatal(err)
 	}
 	if _, err := os.Stat(stale); err != nil {
 		t.Errorf("the stale file, removed without the directory's lock: %v", err)

@@ -6,7 +6,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
-	"time"
+
+	"github.com/logwindow/logwindow_exporter/internal/testutil/await"
 )
 
 // The kernel's drop count, as the Listener reads it, on sockets nobody reads while a
@@ -44,10 +45,12 @@ func TestKernelDropCount(t *testing.T) {
 			}
 			setReceiveBuffer(t, rc, 4096)
 			sendErrs := sendNonBlocking(t, rc.LocalAddr(), burst)
-			received, _ := drain(t, rc)
+			received, _ := drain(t, rc, nil)
 			// The count travels with a datagram queued after the drops.
 			sendErrs += sendNonBlocking(t, rc.LocalAddr(), 1)
-			more, drops := drain(t, rc)
+			more, drops := drain(t, rc, func(more int, drops uint64) bool {
+				return received+more+int(drops)+sendErrs >= burst+1
+			})
 			received += more
 			if tc.drops {
 				if drops == 0 || received+int(drops) != burst+1 {
@@ -105,32 +108,41 @@ func sendNonBlocking(t *testing.T, to net.Addr, n int) int {
 	return failed
 }
 
-// drain reads every queued datagram and returns their number and the latest drop count.
-func drain(t *testing.T, c net.PacketConn) (received int, drops uint64) {
+// drain reads the datagrams queued, until none is left when enough is nil, else until
+// enough holds of their number and the latest drop count (those it returns), waiting for
+// more while it does not: a datagram sent on loopback may be queued after its send
+// returned (the kernel's softirq work, which a loaded machine defers), so that a queue
+// found empty tells only that none is there yet. A wait ends at await.Deadline.
+func drain(t *testing.T, c net.PacketConn, enough func(received int, drops uint64) bool) (received int, drops uint64) {
 	t.Helper()
-	read := func(b, oob []byte) (int, error) {
-		switch c := c.(type) {
-		case *net.UDPConn:
-			_, oobn, _, _, err := c.ReadMsgUDP(b, oob)
-			return oobn, err
-		case *net.UnixConn:
-			_, oobn, _, _, err := c.ReadMsgUnix(b, oob)
-			return oobn, err
-		}
-		t.Fatalf("%T", c)
-		return 0, nil
+	raw, err := c.(syscall.Conn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetReadDeadline(await.Deadline(t)); err != nil {
+		t.Fatal(err)
 	}
 	buf, oob := make([]byte, 1024), make([]byte, 64)
-	for {
-		// Everything was queued before draining began: an empty queue ends the read.
-		c.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
-		oobn, err := read(buf, oob)
-		if err != nil {
+	for enough == nil || !enough(received, drops) {
+		var oobn int
+		var recvErr error
+		err := raw.Read(func(fd uintptr) bool {
+			_, oobn, _, _, recvErr = syscall.Recvmsg(int(fd), buf, oob, syscall.MSG_DONTWAIT)
+			// false waits for the socket to be readable, and calls again.
+			return enough == nil || !errors.Is(recvErr, syscall.EAGAIN)
+		})
+		switch {
+		case err != nil:
+			t.Fatalf("%d datagrams received, drops %d, and no more: %v", received, drops, err)
+		case errors.Is(recvErr, syscall.EAGAIN):
 			return received, drops
+		case recvErr != nil:
+			t.Fatal(recvErr)
 		}
 		received++
 		if d, ok := dropCount(oob[:oobn]); ok {
 			drops = d
 		}
 	}
+	return received, drops
 }

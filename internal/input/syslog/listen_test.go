@@ -16,6 +16,7 @@ import (
 	"github.com/logwindow/logwindow_exporter/internal/input"
 	"github.com/logwindow/logwindow_exporter/internal/input/syslog/syslogtest"
 	"github.com/logwindow/logwindow_exporter/internal/selfmetric"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/await"
 )
 
 // collector gathers what a Listener hands on.
@@ -34,14 +35,12 @@ func (c *collector) handle(_ string, line []byte) {
 	c.got <- struct{}{}
 }
 
-// wait blocks until n lines have arrived, failing after a generous bound (a wait for
-// delivery, not a timing assertion).
+// wait blocks until n lines have arrived, failing the test if they have not by
+// await.Deadline.
 func (c *collector) wait(t *testing.T, n int) []string {
 	t.Helper()
 	for range n {
-		select {
-		case <-c.got:
-		case <-time.After(10 * time.Second):
+		if _, ok := await.Receive(t, c.got); !ok {
 			t.Fatalf("got %d lines, waiting for %d", len(c.snapshot()), n)
 		}
 	}
@@ -91,7 +90,7 @@ func TestListenReceives(t *testing.T) {
 				t.Errorf("lines = %q, want %q", got, want)
 			}
 			// A batch's malformed datagrams are counted once it was handed on.
-			if s := waitStats(l, func(s input.Stats) bool { return count(s, selfmetric.InputMalformedDatagrams.Name, "") > 0 }); s.LinesRead != 4 || received(s) != 4 || count(s, selfmetric.InputMalformedDatagrams.Name, "") != 1 {
+			if s := waitStats(t, l, func(s input.Stats) bool { return count(s, selfmetric.InputMalformedDatagrams.Name, "") > 0 }); s.LinesRead != 4 || received(s) != 4 || count(s, selfmetric.InputMalformedDatagrams.Name, "") != 1 {
 				t.Errorf("stats = %+v", s)
 			}
 		})
@@ -201,9 +200,13 @@ func TestListenUnixBufferBounded(t *testing.T) {
 func TestListenQueueFull(t *testing.T) {
 	const queue, sent = 8, 200
 	path := filepath.Join(t.TempDir(), "s.sock")
-	release := make(chan struct{})
+	entered, release := make(chan struct{}, 1), make(chan struct{})
 	c := newCollector()
 	l := listen(t, Options{Network: "unixgram", Addr: path, QueueDatagrams: queue}, func(_ string, line []byte) {
+		select {
+		case entered <- struct{}{}:
+		default:
+		}
 		<-release
 		c.handle("", line)
 	})
@@ -212,9 +215,7 @@ func TestListenQueueFull(t *testing.T) {
 		datagrams[i] = "x"
 	}
 	syslogtest.Send(t, "unixgram", path, datagrams...)
-	for received(l.Stats()) < sent {
-		time.Sleep(time.Millisecond) // polling for the reader goroutine, not a timing assertion
-	}
+	waitSettled(t, l, entered, sent)
 	close(release)
 	s := l.Stats()
 	dropped := count(s, selfmetric.InputDroppedDatagrams.Name, "queue")
@@ -235,7 +236,7 @@ func TestListenQueueFull(t *testing.T) {
 func TestListenBatch(t *testing.T) {
 	const sent = 2*batchDatagrams + 87
 	path := filepath.Join(t.TempDir(), "s.sock")
-	release := make(chan struct{})
+	entered, release := make(chan struct{}), make(chan struct{})
 	c := newCollector()
 	var mu sync.Mutex
 	// batches are the datagrams per batch, ended those each batch had at its end.
@@ -260,6 +261,7 @@ func TestListenBatch(t *testing.T) {
 			}
 		}}, func(_ string, line []byte) {
 		if len(c.snapshot()) == 0 {
+			close(entered)
 			<-release
 		}
 		mu.Lock()
@@ -272,14 +274,10 @@ func TestListenBatch(t *testing.T) {
 		datagrams[i] = "x"
 	}
 	syslogtest.Send(t, "unixgram", path, datagrams...)
-	for received(l.Stats()) < sent {
-		time.Sleep(time.Millisecond) // polling for the reader goroutine, not a timing assertion
-	}
+	waitSettled(t, l, entered, sent)
 	close(release)
 	c.wait(t, sent)
-	select {
-	case <-endedAll:
-	case <-time.After(10 * time.Second):
+	if _, ok := await.Receive(t, endedAll); !ok {
 		t.Fatal("the batch of the last datagram never ended")
 	}
 	mu.Lock()
@@ -424,16 +422,38 @@ func count(s input.Stats, name, labelValue string) uint64 {
 	return 0
 }
 
-// waitStats returns l's stats once done says they are complete, or after a generous bound
-// (a wait for counts, not a timing assertion).
-func waitStats(l *Listener, done func(input.Stats) bool) input.Stats {
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		s := l.Stats()
-		if done(s) || time.Now().After(deadline) {
-			return s
-		}
-		time.Sleep(time.Millisecond)
+// waitStats returns l's stats once done says they are complete, or as they are at
+// await.Deadline, for the caller to fail on.
+func waitStats(t *testing.T, l *Listener, done func(input.Stats) bool) input.Stats {
+	t.Helper()
+	var s input.Stats
+	await.Until(t, func() bool { s = l.Stats(); return done(s) })
+	return s
+}
+
+// waitSettled waits, once entered says the handler holds the first datagram (and takes no
+// other until released), until the reader has queued or dropped every one of the n sent:
+// it counts a datagram received before it queues it, so that a test released on that
+// count alone would see the last ones queued into the room the release made.
+func waitSettled(t *testing.T, l *Listener, entered <-chan struct{}, n uint64) {
+	t.Helper()
+	if _, ok := await.Receive(t, entered); !ok {
+		t.Fatal("the handler was never given a datagram")
+	}
+	settled := func(s input.Stats) bool {
+		return count(s, selfmetric.InputDroppedDatagrams.Name, "queue")+uint64(len(l.queue))+1 == n
+	}
+	if s := waitStats(t, l, settled); !settled(s) {
+		t.Fatalf("%d queued and %d dropped of %d datagrams, one held (stats %+v)", len(l.queue), count(s, selfmetric.InputDroppedDatagrams.Name, "queue"), n, s)
+	}
+}
+
+// waitReceived waits until l has received n datagrams, failing the test if it has not by
+// await.Deadline.
+func waitReceived(t *testing.T, l *Listener, n uint64) {
+	t.Helper()
+	if s := waitStats(t, l, func(s input.Stats) bool { return received(s) >= n }); received(s) < n {
+		t.Fatalf("%d datagrams received, want %d", received(s), n)
 	}
 }
 
@@ -465,9 +485,7 @@ func TestListenQuiet(t *testing.T) {
 	})
 	for _, line := range []string{"a", "b"} {
 		syslogtest.Send(t, "unixgram", l.unixPath, line)
-		select {
-		case <-quiet:
-		case <-time.After(10 * time.Second):
+		if _, ok := await.Receive(t, quiet); !ok {
 			t.Fatalf("no quiet tick after %q", line)
 		}
 	}
@@ -501,13 +519,7 @@ func TestListenStopped(t *testing.T) {
 	})
 	syslogtest.Send(t, "unixgram", l.unixPath, "a", "b", "c")
 	<-first
-	deadline := time.Now().Add(10 * time.Second)
-	for received(l.Stats()) < 3 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d datagrams received, want 3", received(l.Stats()))
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitReceived(t, l, 3)
 	stopped := make(chan struct{})
 	go func() {
 		l.Stop()

@@ -15,6 +15,7 @@ import (
 
 	"github.com/logwindow/logwindow_exporter/internal/input/syslog/syslogtest"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/asother"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/await"
 )
 
 // A neighbour who may write the socket's directory swaps files there between bind and
@@ -285,14 +286,11 @@ func TestSocketCheckedEveryInterval(t *testing.T) {
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}
-	// A wait for the check, not a timing assertion: the socket is back within the bound.
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-		if fi, err := os.Lstat(path); err == nil && fi.Mode().Type() == fs.ModeSocket {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the removed socket was not bound again")
-		}
+	if !await.Until(t, func() bool {
+		fi, err := os.Lstat(path)
+		return err == nil && fi.Mode().Type() == fs.ModeSocket
+	}) {
+		t.Fatal("the removed socket was not bound again")
 	}
 	syslogtest.Send(t, "unixgram", path, "<13>Nov 24 01:02:03 h t: back")
 	if got := c.wait(t, 1); !slices.Equal(got, []string{"back"}) {
@@ -360,7 +358,7 @@ func TestCheckUnixPath(t *testing.T) {
 				}
 			}
 			if tc.other {
-				asother.Run(t, 10*time.Second, []string{dir}, check)
+				asother.Run(t, []string{dir}, check)
 			} else {
 				check()
 			}

@@ -7,7 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
+
+	"github.com/logwindow/logwindow_exporter/internal/testutil/await"
 )
 
 // Other is the user and group whose file access Run's code has where the tests run as
@@ -15,11 +16,11 @@ import (
 const Other = 65534
 
 // Run runs f as another user (Other, where the tests run as root) and waits for it,
-// failing the test if f has not returned within, so that code that would wait forever on
-// a file fails its test instead: f is then left where it waits. The directories dirs,
+// failing the test if f has not returned by await.Deadline, so that code that would wait
+// forever on a file fails its test instead: f is then left where it waits. The directories dirs,
 // and their parents up to the test's temporary directory, are opened to every user first,
 // as the Helm chart gives the storage directory to the exporter's user.
-func Run(t *testing.T, within time.Duration, dirs []string, f func()) {
+func Run(t *testing.T, dirs []string, f func()) {
 	t.Helper()
 	if os.Geteuid() == 0 {
 		for _, dir := range dirs {
@@ -32,12 +33,11 @@ func Run(t *testing.T, within time.Duration, dirs []string, f func()) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- run(f) }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Skip(err)
-		}
-	case <-time.After(within):
-		t.Fatalf("still waiting after %s", within)
+	err, ok := await.Receive(t, done)
+	if !ok {
+		t.Fatal("still waiting for the code run as another user")
+	}
+	if err != nil {
+		t.Skip(err)
 	}
 }

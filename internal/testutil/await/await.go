@@ -45,3 +45,25 @@ func Until(t *testing.T, cond func() bool) bool {
 	}
 	return true
 }
+
+// After is a channel that delivers once Deadline passes: the case of a wait on several
+// channels at once (a select) that gives the wait up.
+func After(t *testing.T) <-chan time.Time {
+	return time.After(time.Until(Deadline(t)))
+}
+
+// Receive waits for ch to deliver a value, or to be closed (the zero value then), until
+// Deadline: ok is false only when the wait was given up, which is logged as Until logs
+// it, so that a test waiting on a goroutine's word fails with what it waited for rather
+// than hangs, or fails early on a loaded machine as a bound in seconds would.
+func Receive[T any](t *testing.T, ch <-chan T) (v T, ok bool) {
+	t.Helper()
+	start := time.Now()
+	select {
+	case v = <-ch:
+		return v, true
+	case <-After(t):
+		t.Logf("gave up waiting after %v, shortly before the test binary's timeout", time.Since(start).Round(time.Millisecond))
+		return v, false
+	}
+}

@@ -12,11 +12,9 @@ import (
 	"strings"
 	"testing"
 	"time"
-)
 
-// deadline bounds the waits for a real program's output or exit: generous for a loaded
-// CI machine.
-const deadline = 20 * time.Second
+	"github.com/logwindow/logwindow_exporter/internal/testutil/await"
+)
 
 // launchScript runs a shell script and returns once it printed a line (the pid of a
 // child, if any), which it does after setting its traps.
@@ -28,10 +26,13 @@ func launchScript(t *testing.T, script string) (p *Proc, line string) {
 	}
 	t.Cleanup(func() { _ = p.Kill() }) // when the test fails early
 	var out []byte
-	for end := time.Now().Add(deadline); len(out) == 0; time.Sleep(10 * time.Millisecond) {
-		if out, err = os.ReadFile(p.Output); err != nil || time.Now().After(end) {
-			t.Fatalf("no line from the script: %v", err)
+	if !await.Until(t, func() bool {
+		if out, err = os.ReadFile(p.Output); err != nil {
+			t.Fatal(err)
 		}
+		return len(out) > 0
+	}) {
+		t.Fatal("no line from the script")
 	}
 	return p, strings.TrimSpace(string(out))
 }
@@ -137,18 +138,17 @@ func TestProcDiesWithParent(t *testing.T) {
 // not reaped yet.
 func waitGone(t *testing.T, pid int) {
 	t.Helper()
-	for end := time.Now().Add(deadline); ; time.Sleep(10 * time.Millisecond) {
-		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			return
+	var stat []byte
+	if !await.Until(t, func() bool {
+		var err error
+		if stat, err = os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err != nil {
+			return true
 		}
 		// The state follows the parenthesised command name.
-		if i := bytes.LastIndexByte(stat, ')'); i >= 0 && bytes.HasPrefix(stat[i+1:], []byte(" Z")) {
-			return
-		}
-		if time.Now().After(end) {
-			t.Fatalf("process %d still runs: %s", pid, stat)
-		}
+		i := bytes.LastIndexByte(stat, ')')
+		return i >= 0 && bytes.HasPrefix(stat[i+1:], []byte(" Z"))
+	}) {
+		t.Fatalf("process %d still runs: %s", pid, stat)
 	}
 }
 
@@ -208,10 +208,8 @@ func TestStartTestCleanup(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			r := &recorder{TB: t}
 			p := StartTest(r, t.TempDir(), "sh", []string{"sh", "-c", c.script}, other)
-			for end := time.Now().Add(deadline); Tail(p.Output, 1) == ""; time.Sleep(10 * time.Millisecond) {
-				if time.Now().After(end) {
-					t.Fatal("no line from the script")
-				}
+			if !await.Until(t, func() bool { return Tail(p.Output, 1) != "" }) {
+				t.Fatal("no line from the script")
 			}
 			if c.exits {
 				<-p.Done()
