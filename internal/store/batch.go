@@ -82,6 +82,11 @@ type pendingState struct {
 	// one more than the index of each entry of such a hash, up to a slot of 0.
 	hashes []uint64
 	index  [2 * maxEntries]uint8
+	// counts are the sink's, and rule the table's: the opening of the table's first
+	// entry since a reset notes the rule among those the sink flushes and publishes
+	// (sinkCounts.of), which a look at every event made Event too large to take add in.
+	counts *sinkCounts
+	rule   int
 }
 
 // entry is the events of one label set at one set of clocks (see write): held across
@@ -171,6 +176,9 @@ func (p *pending) find(h uint64, key []byte, now, at, active int64) (int, int) {
 // the buffers of a flushed one.
 func (p *pending) open(h uint64, e *event.Event, now, at, active int64) int {
 	i := p.used
+	if i == 0 {
+		p.counts.of(p.rule)
+	}
 	if i == len(p.entries) {
 		p.entries = append(p.entries, entry{})
 		p.hashes = append(p.hashes, 0)

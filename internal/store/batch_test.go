@@ -37,7 +37,7 @@ func TestPendingLayoutMatchesModel(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(tc.seed), 9))
 			var p pending
-			p.seed = maphash.MakeSeed()
+			p.seed, p.counts = maphash.MakeSeed(), &sinkCounts{slot: make([]int32, 1)}
 			var sc flushScratch
 			for cycle := range 30 {
 				m := newPendingModel()
@@ -139,7 +139,7 @@ func FuzzPendingMatchesModel(f *testing.F) {
 		per := int(ops[0] % 3)
 		ops = ops[1:]
 		var p pending
-		p.seed = maphash.MakeSeed()
+		p.seed, p.counts = maphash.MakeSeed(), &sinkCounts{slot: make([]int32, 1)}
 		var sc flushScratch
 		m := newPendingModel()
 		buf := make([]byte, 64)

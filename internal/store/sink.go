@@ -97,7 +97,7 @@ func (s *Set) NewBatchSink() *Sink {
 	k.pending, k.scratch = make([]pending, len(s.rules)), new(flushScratch)
 	seed := maphash.MakeSeed()
 	for i := range k.pending {
-		k.pending[i].seed = seed
+		k.pending[i].seed, k.pending[i].counts, k.pending[i].rule = seed, k.counts, i
 	}
 	return k
 }
@@ -164,11 +164,6 @@ func (k *Sink) Event(e *event.Event) {
 	now, at := k.clocks(e)
 	if k.pending != nil {
 		p := &k.pending[e.Rule]
-		if p.used == 0 {
-			// The rule's first event since a flush: Flush and Publish visit the rules
-			// so noted, not every rule.
-			k.counts.of(e.Rule)
-		}
 		if p.add(e, now, at, k.processing) {
 			return
 		}
@@ -199,7 +194,7 @@ func (k *Sink) Flush() {
 		return
 	}
 	// The rules whose events the sink holds are among those with counts to publish: an
-	// event held is noted there (Event).
+	// event held is noted there (pending.open).
 	for i := range k.counts.unpublished {
 		if r := k.counts.unpublished[i].rule; k.pending[r].used > 0 {
 			k.flushRule(r)
