@@ -456,6 +456,9 @@ const maxWebConfigBytes = 1 << 20
 // handshake, for a FIFO's writer, and read a device such as /dev/zero without end), or
 // it holds more than maxWebConfigBytes. nil if it may be read.
 func webConfigFileError(path string, info os.FileInfo) error {
+	if info.IsDir() {
+		return fmt.Errorf("the web config %s is a directory: give the file in it", path)
+	}
 	if !info.Mode().IsRegular() {
 		return fmt.Errorf("the web config %s is not a regular file (%s): it is read for every request, and a FIFO or device would hold each; give a file", path, info.Mode().Type())
 	}
