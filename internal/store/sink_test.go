@@ -151,7 +151,7 @@ func TestSinkMatchedPublished(t *testing.T) {
 	// The counts: rule a's matched lines, lines without a value and folds; b's matched
 	// lines, late and future.
 	type counts [6]uint64
-	all := counts{3, 1, 1, 3, 1, 1}
+	all := counts{3, 1, 1, 4, 2, 1}
 	for _, tc := range []struct {
 		name string
 		sink func(*Set) *Sink
@@ -167,7 +167,7 @@ func TestSinkMatchedPublished(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			set := storetest.Must(NewSetWith(storetest.Config(1,
 				storetest.CountRule("a", storetest.DefaultWindows, "status"),
-				storetest.EventRule("b", storetest.DefaultWindows)), nil, SetOptions{}))
+				storetest.EventRule("b", storetest.DefaultWindows, "status")), nil, SetOptions{}))
 			k := tc.sink(set)
 			check := func(when string, want counts) {
 				t.Helper()
@@ -182,8 +182,9 @@ func TestSinkMatchedPublished(t *testing.T) {
 			k.SetNow(start, start)
 			for _, e := range []*event.Event{
 				storetest.Event(0, 0, 0, "200"), storetest.Event(0, 0, 0, "200"),
-				storetest.Event(1, start, 0), storetest.Event(1, start-2*86400, 0), storetest.Event(1, start+60, 0),
-				storetest.Event(0, 0, 0, "404"), // past the budget of 1: folded
+				storetest.Event(1, start, 0, "200"), storetest.Event(1, start-2*86400, 0, "200"), storetest.Event(1, start+60, 0, "200"),
+				storetest.Event(1, start-2*86400, 0, "500"), // late, of a label set past the budget: no series
+				storetest.Event(0, 0, 0, "404"),             // past the budget of 1: folded
 			} {
 				k.Event(e)
 			}
