@@ -449,8 +449,9 @@ func (l *Listener) Stats() input.Stats {
 
 // Arrivals returns the counters of the datagrams received and of those dropped before
 // they became lines (input.Arrivals): datagrams received, dropped by the kernel, dropped
-// at the queue. The dropped ones are loaded first: a datagram is received before it is
-// dropped.
+// at the queue. The dropped ones are loaded first: a datagram is received before the
+// queue drops it. Those the kernel dropped were never received: the count of them comes
+// with a datagram received after them.
 func (l *Listener) Arrivals() []input.Counter {
 	kernel, queue := l.droppedKernel.Load(), l.droppedQueue.Load()
 	return []input.Counter{
