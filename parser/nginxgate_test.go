@@ -143,6 +143,12 @@ rules:
 		`{"request":"GET /a b HTTP/1.1","status":400}`,
 		`{"request":"GET /a%zz HTTP/1.1","status":"200"}`,
 		`{"request":"GET /a%zz HTTP/1.1"}`,
+		// A status of another type is none; of two, the last is the line's (as
+		// encoding/json reads it, and as its status class is).
+		`{"request":"GET /a b HTTP/1.1","status":null}`,
+		`{"request":"GET /a b HTTP/1.1","status":[200]}`,
+		`{"request":"GET /a b HTTP/1.1","status":400,"status":200}`,
+		`{"request":"GET /a b HTTP/1.1","status":200,"status":400}`,
 	} {
 		// Each line is parsed as it comes, none held as a misfit of the file's format.
 		if s.ParseFile("f", "app", []byte(line), nil, rec, count.done); count.lines != i+1 {
@@ -155,8 +161,12 @@ rules:
 		{Rule: "requests", Labels: "m=,t=", Value: 1},
 		{Rule: "requests", Labels: "m=GET,t=/a%zz", Value: 1},
 		{Rule: "requests", Labels: "m=GET,t=", Value: 1},
+		{Rule: "requests", Labels: "m=,t=", Value: 1},
+		{Rule: "requests", Labels: "m=,t=", Value: 1},
+		{Rule: "requests", Labels: "m=GET,t=/a b", Value: 1},
+		{Rule: "requests", Labels: "m=,t=", Value: 1},
 	}
-	if got := rec.take(); !slices.Equal(got, want) || count.lines != 5 || len(files.NoFormatFiles()) != 0 {
+	if got := rec.take(); !slices.Equal(got, want) || count.lines != len(want) || len(files.NoFormatFiles()) != 0 {
 		t.Errorf("%d lines parsed, files of no format %q:\n got %v\nwant %v", count.lines, files.NoFormatFiles(), got, want)
 	}
 }
