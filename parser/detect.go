@@ -261,7 +261,7 @@ func (p *Parser) objectProgram(prog *formatProgram, present []string) *formatPro
 	})
 	g.absent = nil
 	for k, path := range g.fields.paths {
-		if path == nil {
+		if !g.fields.reads(k) {
 			continue
 		}
 		if _, ok := slices.BinarySearch(present, path[0]); !ok {
@@ -283,7 +283,7 @@ func members(prog *formatProgram, lines [][]byte, s *scratch) []string {
 			continue
 		}
 		for k, path := range g.fields.paths {
-			if path != nil && caps[2*(k+1)] >= 0 && !slices.Contains(out, path[0]) {
+			if g.fields.reads(k) && caps[2*(k+1)] >= 0 && !slices.Contains(out, path[0]) {
 				out = append(out, path[0])
 			}
 		}

@@ -130,6 +130,13 @@ func (p *formatPost) empty() bool {
 	return p == nil || len(p.dash)+len(p.zero)+len(p.escaped)+len(p.derive) == 0
 }
 
+// isDash reports whether capture i of caps is a "-" of line (not of what was decoded
+// after it).
+func isDash(line []byte, caps []int, i int) bool {
+	lo := caps[2*i]
+	return lo >= 0 && lo < len(line) && caps[2*i+1] == lo+1 && line[lo] == '-'
+}
+
 // apply processes the captures of m (of the line, or of a JSON line and its decoded
 // strings) in place: what it unescapes or derives goes to the end of m.src.more, in the
 // scratch's vals. The match is changed where it is, not returned, as a copy of it would
@@ -142,12 +149,12 @@ func (p *formatPost) apply(m *match, s *scratch) {
 		more = s.vals[:0]
 	}
 	for _, i := range p.dash {
-		if lo := caps[2*i]; lo >= 0 && lo < n && caps[2*i+1] == lo+1 && line[lo] == '-' {
+		if isDash(line, caps, i) {
 			caps[2*i], caps[2*i+1] = -1, -1
 		}
 	}
 	for _, i := range p.zero {
-		if lo := caps[2*i]; lo >= 0 && lo < n && caps[2*i+1] == lo+1 && line[lo] == '-' {
+		if isDash(line, caps, i) {
 			more = append(more, '0')
 			caps[2*i], caps[2*i+1] = n+len(more)-1, n+len(more)
 		}

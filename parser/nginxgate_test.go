@@ -137,14 +137,23 @@ rules:
 `)
 	p := newOfInputs(t, c)
 	s, files, rec, count := autoSession(t, p, c)
-	for _, line := range []string{
+	for i, line := range []string{
 		`{"request":"GET /a b HTTP/1.1"}`,
 		`{"request":"GET /a b HTTP/1.1","status":200}`,
 		`{"request":"GET /a b HTTP/1.1","status":400}`,
 		`{"request":"GET /a%zz HTTP/1.1","status":"200"}`,
 		`{"request":"GET /a%zz HTTP/1.1"}`,
+		// A status of another type is none; of two, the last is the line's (as
+		// encoding/json reads it, and as its status class is).
+		`{"request":"GET /a b HTTP/1.1","status":null}`,
+		`{"request":"GET /a b HTTP/1.1","status":[200]}`,
+		`{"request":"GET /a b HTTP/1.1","status":400,"status":200}`,
+		`{"request":"GET /a b HTTP/1.1","status":200,"status":400}`,
 	} {
-		s.ParseFile("f", "app", []byte(line), nil, rec, count.done)
+		// Each line is parsed as it comes, none held as a misfit of the file's format.
+		if s.ParseFile("f", "app", []byte(line), nil, rec, count.done); count.lines != i+1 {
+			t.Fatalf("%q: %d lines parsed, want %d", line, count.lines, i+1)
+		}
 	}
 	want := []record{
 		{Rule: "requests", Labels: "m=,t=", Value: 1},
@@ -152,8 +161,46 @@ rules:
 		{Rule: "requests", Labels: "m=,t=", Value: 1},
 		{Rule: "requests", Labels: "m=GET,t=/a%zz", Value: 1},
 		{Rule: "requests", Labels: "m=GET,t=", Value: 1},
+		{Rule: "requests", Labels: "m=,t=", Value: 1},
+		{Rule: "requests", Labels: "m=,t=", Value: 1},
+		{Rule: "requests", Labels: "m=GET,t=/a b", Value: 1},
+		{Rule: "requests", Labels: "m=,t=", Value: 1},
 	}
-	if got := rec.take(); !slices.Equal(got, want) || count.lines != 5 || len(files.NoFormatFiles()) != 0 {
+	if got := rec.take(); !slices.Equal(got, want) || count.lines != len(want) || len(files.NoFormatFiles()) != 0 {
 		t.Errorf("%d lines parsed, files of no format %q:\n got %v\nwant %v", count.lines, files.NoFormatFiles(), got, want)
+	}
+}
+
+// The status member a file of JSON objects is read for, for the request's check alone,
+// is none of the members its rules read: a file of another application's objects that
+// have a status and none of those members is unread, as it was before the check read it.
+func TestRequestCheckStatusNoMember(t *testing.T) {
+	for _, tc := range []struct {
+		name, labels, line string
+		unread             bool
+	}{
+		{"status alone", `m: '${request_method}'`, `{"level":"info","status":200,"msg":"up"}`, true},
+		{"a request", `m: '${request_method}'`, `{"request":"GET / HTTP/1.1","status":200}`, false},
+		{"status read by a rule", `m: '${request_method}', s: '${status}'`, `{"level":"info","status":200,"msg":"up"}`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := mustParse(t, "inputs: [{name: app, path: /a, log_format: [combined, json]}]\n"+
+				"rules:\n  - {name: requests, labels: {"+tc.labels+"}}\n")
+			s, files, rec, count := autoSession(t, newOfInputs(t, c), c)
+			unread := 0
+			for range MaxHeld {
+				s.ParseFile("f", "app", []byte(tc.line), nil, rec, count.done)
+				if s.Unread("app") {
+					unread++
+				}
+			}
+			want, wantFiles := 0, 0
+			if tc.unread {
+				want, wantFiles = MaxHeld, 1
+			}
+			if unread != want || len(files.UnreadFiles()) != wantFiles {
+				t.Errorf("%d of %d lines unread, want %d; unread files %q", unread, MaxHeld, want, files.UnreadFiles())
+			}
+		})
 	}
 }

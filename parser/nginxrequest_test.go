@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -27,13 +28,11 @@ import (
 
 var updateNginx = flag.Bool("update-nginx", false, "send TestRequestLinesNginx's request lines to a real nginx (on PATH or in /usr/sbin) and rewrite testdata/nginx-requests.golden with its access log")
 
-// requestLineCases are the request lines of TestRequestLinesNginx: the forms nginx reads
-// and those it refuses, each alone, then made up at random from pieces of them (methods,
-// targets of each form, protocols, the spaces between) and changed a byte at a time, from
-// a fixed seed. None holds a CR or a LF, which end a line.
-func requestLineCases() []string {
-	methods := []string{"GET", "POST", "HEAD", "PROPFIND", "M-SEARCH", "GET_X", "-", "get", "Get", "G3T", "CONNECT", "PRI", ""}
-	targets := []string{
+// requestLineParts are the pieces requestLineCases makes lines of: methods, targets of
+// each form, protocols, and the spaces between.
+var requestLineParts = struct{ methods, targets, protocols, spaces []string }{
+	methods: []string{"GET", "POST", "HEAD", "PROPFIND", "M-SEARCH", "GET_X", "-", "get", "Get", "G3T", "CONNECT", "PRI", ""},
+	targets: []string{
 		"/", "/a/b", "/a b", "/a\tb", "/a\x01", "/a\x7f", "/caf\xc3\xa9", "/\xff", `/q"x`, `/x\y`, "/a+b", "/a;b=c",
 		"/%7E", "/%7e", "/%zz", "/%", "/%4", "/%00", "/%01", "/%2e%2e/x", "/%2E%2E", "/%2F", "/a%2F..%2F..%2Fb", "/a%3Fb", "/%23x", "/%25",
 		"/..", "/../a", "/a/..", "/a/../..", "/a/../b", "/./a", "/.", "/a/.", "/a/./..", "/...", "/a..", "//a", "//..", "/a//../..", "/a/b/../../..",
@@ -44,9 +43,19 @@ func requestLineCases() []string {
 		"h1+.-://h/p", "1http://h/p", "ht_tp://h/p", "http://[::1]/p", "http://[::1]", "http://[::1]:8080/p", "http://[::1", "http://[v1.x]/p",
 		"http://[::1]x/p", "http://[a b]/p", "http://a..b/p", "http://a_b/p", "http://h./p", "http://.h/p", "http://h%41/p", "http://h/../p",
 		"http://h/%zz", "https://h/p?x#y", "http://h#f", "h:443", "example.com:443", "http://h:80:80/p",
-	}
-	protocols := []string{"HTTP/1.1", "HTTP/1.0", "HTTP/1.1", "HTTP/2.0", "HTTP/3", "HTTP/10.1", "HTTP/1.100", "HTTP/1.1000", "HTTP/0.9",
-		"HTTP/1", "HTTP/1.", "HTTP/", "HTTP", "H", "http/1.1", "HTTP/1.1x", "HTTP/1.1 x", "HTTP/01.1", "HTTP/1.01", "HTTPS/1", "HTTP/1.1 "}
+	},
+	protocols: []string{"HTTP/1.1", "HTTP/1.0", "HTTP/1.1", "HTTP/2.0", "HTTP/3", "HTTP/10.1", "HTTP/1.100", "HTTP/1.1000", "HTTP/0.9",
+		"HTTP/1", "HTTP/1.", "HTTP/", "HTTP", "H", "http/1.1", "HTTP/1.1x", "HTTP/1.1 x", "HTTP/01.1", "HTTP/1.01", "HTTPS/1", "HTTP/1.1 "},
+	spaces: []string{" ", " ", " ", "  ", "\t", ""},
+}
+
+// requestLineCases are the request lines of TestRequestLinesNginx: the forms nginx reads
+// and those it refuses, each alone, then made up at random from pieces of them (methods,
+// targets of each form, protocols, the spaces between) and changed a byte at a time, from
+// a fixed seed. None holds a CR or a LF, which end a line.
+func requestLineCases() []string {
+	parts := requestLineParts
+	methods, targets, protocols, spaces := parts.methods, parts.targets, parts.protocols, parts.spaces
 	var cases []string
 	for _, tg := range targets {
 		cases = append(cases, "GET "+tg+" HTTP/1.1", "GET "+tg)
@@ -59,7 +68,6 @@ func requestLineCases() []string {
 	}
 	r := rand.New(rand.NewPCG(21, 400))
 	pick := func(vs []string) string { return vs[r.IntN(len(vs))] }
-	spaces := []string{" ", " ", " ", "  ", "\t", ""}
 	const mutations = " %/.?#:@[]H1\x00\x7f\x80"
 	for range 500 {
 		line := pick(methods) + pick(spaces) + pick(targets)
@@ -346,7 +354,8 @@ func FuzzNginxRequestLine(f *testing.F) {
 
 // TestPlainRequestLine holds the shortcut of a format without $status to the whole check:
 // a line it takes as plain is one nginx reads (or one it wrote for HTTP/2), for every
-// request line of TestRequestLinesNginx, every generated line's and each of those changed
+// request line of TestRequestLinesNginx, every line made of its pieces (each method,
+// space, target, space and protocol), every generated line's and each of those changed
 // a byte at a time; and it takes nearly all of the generated lines, which are what a
 // server mostly logs, as plain.
 func TestPlainRequestLine(t *testing.T) {
@@ -366,6 +375,19 @@ func TestPlainRequestLine(t *testing.T) {
 			}
 			b[r.IntN(len(b))] = bytesOfNote[r.IntN(len(bytesOfNote))]
 			lines = append(lines, string(b))
+		}
+	}
+	parts := requestLineParts
+	spaces := slices.Compact(slices.Sorted(slices.Values(parts.spaces)))
+	for _, m := range parts.methods {
+		for _, sp := range spaces {
+			for _, tg := range parts.targets {
+				for _, sp2 := range spaces {
+					for _, p := range parts.protocols {
+						lines = append(lines, m+sp+tg+sp2+p)
+					}
+				}
+			}
 		}
 	}
 	plain := 0

@@ -29,6 +29,16 @@ type fieldsGroup struct {
 	// request's check reads (nginxVerdict); 0 for none. A line without it has its request
 	// checked as a format without $status has.
 	status int
+	// checkOnly is status when no rule reads the member itself: it is then read for the
+	// check alone and is none of the members the rules read, which tell a file's objects
+	// apart from another application's (members, Parser.objectProgram).
+	checkOnly int
+}
+
+// reads reports whether slot k+1 reads a member the group's rules read: neither a
+// derived capture's nor the status read for the request's check alone.
+func (fg *fieldsGroup) reads(k int) bool {
+	return fg.paths[k] != nil && k+1 != fg.checkOnly
 }
 
 // slots returns, for each capture index of r, its slot in the group (index 0, the whole
@@ -92,6 +102,7 @@ func (fg *fieldsGroup) readStatus() {
 	if k < 0 {
 		fg.paths = append(fg.paths, []string{"status"})
 		k = len(fg.paths) - 1
+		fg.checkOnly = k + 1
 	}
 	fg.status = k + 1
 }

@@ -205,17 +205,18 @@ func apacheDirective(s string) (*variable, int, *Error) {
 		}
 	case letter == "i" && strings.EqualFold(arg, "X-Forwarded-For"):
 		v.joined = true
+	case letter == "b" && !strings.ContainsAny(s[1:i], "!0123456789"):
+		// "In CLF format, i.e. a '-' rather than a 0 when no bytes are sent" (its
+		// documentation): a response without a body, of the original request or the
+		// final one too (%<b, %>b). A %b with a condition (%!200b) writes "-" for a
+		// status it does not log too, which is no zero.
+		v.dashZero = true
 	}
 	switch v.text {
 	case "%t":
 		v.bracketed = true
 	case "%q":
 		v.lead = '?'
-	case "%b":
-		// "In CLF format, i.e. a '-' rather than a 0 when no bytes are sent" (its
-		// documentation): a response without a body. A %b with a condition (%!200b)
-		// writes "-" for a status it does not log too, which is no zero.
-		v.dashZero = true
 	}
 	return v, n, nil
 }
