@@ -72,7 +72,7 @@ func TestPlacedTableShares(t *testing.T) {
 			}
 			later := 0
 			for _, a := range crowd {
-				switch got := table.get(a); {
+				switch got, _ := table.get(a); {
 				case got < last[a]:
 					t.Fatalf("%s last given place %d is told %d, earlier", a, last[a], got)
 				case got > last[a]:
@@ -83,8 +83,8 @@ func TestPlacedTableShares(t *testing.T) {
 			if tc.later >= 0 && later > tc.later {
 				t.Errorf("%d of %d addresses told a later place than their own (left without a share of their own), want at most %d", later, len(crowd), tc.later)
 			}
-			if never := table.get("192.0.2.1"); never > places {
-				t.Errorf("an address never given a place is told %d, past the last place %d", never, places)
+			if never, known := table.get("192.0.2.1"); never > places || known {
+				t.Errorf("an address never given a place is told %d, known %v; want no later than the last place %d, not known", never, known, places)
 			}
 		})
 	}
@@ -139,7 +139,7 @@ func BenchmarkPlacedTable(b *testing.B) {
 		places++
 		table.set(crowd[i%len(crowd)], places)
 		for j := range 8 {
-			_ = table.get(crowd[(i*7+j*613)%len(crowd)])
+			_, _ = table.get(crowd[(i*7+j*613)%len(crowd)])
 		}
 	}
 }
