@@ -90,6 +90,51 @@ func TestPlacedTableShares(t *testing.T) {
 	}
 }
 
+// TestPlacedTableNeverEarlier checks the table against a model, a map of each address's
+// last place: whatever the order addresses come in, a few often among many once, while
+// the table grows and once it puts entries out, no address is ever told an earlier place
+// than its own last, nor one past the last given.
+func TestPlacedTableNeverEarlier(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		pool, often int // addresses, and how many of them come half the time
+		places      int
+		putOut      bool // whether the table comes to put entries out
+	}{
+		{"growing", 8000, 100, 50000, false},
+		{"putting out", 60000, 1000, 300000, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			crowd := seededCrowd(tc.pool)
+			rng := rand.New(rand.NewPCG(7, uint64(tc.pool)))
+			table := newPlacedTable()
+			last := map[string]uint64{}
+			for places := uint64(1); places <= uint64(tc.places); places++ {
+				a := crowd[rng.IntN(len(crowd))]
+				if rng.IntN(2) == 0 {
+					a = crowd[rng.IntN(tc.often)]
+				}
+				table.set(a, places)
+				last[a] = places
+				// An address seen, and one not, looked at after each place.
+				for _, b := range [2]string{crowd[rng.IntN(len(crowd))], a} {
+					if got, _ := table.get(b); got < last[b] || got > places {
+						t.Fatalf("after place %d, %s last given place %d is told %d", places, b, last[b], got)
+					}
+				}
+			}
+			for a, at := range last {
+				if got, _ := table.get(a); got < at {
+					t.Fatalf("%s last given place %d is told %d, earlier", a, at, got)
+				}
+			}
+			if putOut := table.floors != nil; putOut != tc.putOut {
+				t.Errorf("the table put entries out: %v, want %v", putOut, tc.putOut)
+			}
+		})
+	}
+}
+
 // TestPlacedTableGrowsWithAddresses: the table costs what the addresses seen need. It
 // was 512 KiB from the first place given, which a fresh process takes as page faults
 // at its first scrape (some 10 of its 120 to 150); the first place now makes 1 KiB, and
