@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -231,6 +232,57 @@ func TestConnLimiterDrainingBounded(t *testing.T) {
 		synctest.Wait()
 		if !a.closed.Load() {
 			t.Error("a connection sent a GOAWAY, running no request, is open twice the grace after it")
+		}
+	})
+}
+
+// TestConnLimiterDrainingRequest: a connection sent a GOAWAY may still run a request its
+// client sent before it read the GOAWAY; it stays open while that runs, however long,
+// and is closed twice the grace after it ended.
+func TestConnLimiterDrainingRequest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newConnLimiter(4, time.Second, slog.New(slog.DiscardHandler))
+		conn := connsOf(l)
+		a := conn("a", "10.0.0.1:1000")
+		l.mu.Lock()
+		sent := false
+		l.goAway[a] = &http2Conn{away: func() { sent = true }}
+		l.mu.Unlock()
+		l.track(a, http.StateActive)
+		l.handling(a)()
+		l.track(a, http.StateIdle)
+		time.Sleep(time.Millisecond)
+		for i := range 4 { // the last puts a out: a GOAWAY
+			conn(fmt.Sprint("other", i), fmt.Sprintf("10.0.1.%d:1000", i+1))
+		}
+		synctest.Wait()
+		if !sent || a.closed.Load() {
+			t.Fatalf("a connection idle between requests put out: GOAWAY sent %v, closed %v; want a GOAWAY, open", sent, a.closed.Load())
+		}
+		time.Sleep(time.Second)
+		// A request its client sent before it read the GOAWAY.
+		l.track(a, http.StateActive)
+		ended := l.handling(a)
+		for _, step := range []struct {
+			sleep  time.Duration
+			closed bool
+			what   string
+		}{
+			{2 * time.Second, false, "running a request begun after its GOAWAY, twice the grace after the GOAWAY"},
+			{-1, false, "as its request ended"},
+			{2*time.Second - time.Millisecond, false, "less than twice the grace after its request ended"},
+			{time.Millisecond, true, "twice the grace after its request ended"},
+		} {
+			if step.sleep < 0 {
+				ended()
+				l.track(a, http.StateIdle)
+			} else {
+				time.Sleep(step.sleep)
+			}
+			synctest.Wait()
+			if got := a.closed.Load(); got != step.closed {
+				t.Errorf("a connection sent a GOAWAY, %s: closed %v, want %v", step.what, got, step.closed)
+			}
 		}
 	})
 }

@@ -150,8 +150,8 @@ func connHost(c net.Conn) string {
 // IPv4 address. An IPv6 address is not widened to its /64, as internet rate limiters
 // count: inside a cluster a /64 is a node's pods (Kubernetes gives each node one), so
 // Prometheus would share its share with every pod beside it, and one of them flooding
-// would crowd out its scrapes (the scrape limiter shares places by /64 first, then by
-// address within it: see clientGroup). What is no IP address (a unix socket's peer, a
+// would crowd out its scrapes (the scrape limiter tells an address of a /64 it has not
+// seen by its /64: see clientGroup). What is no IP address (a unix socket's peer, a
 // vsock context ID) is itself.
 func client(addr string) string {
 	host, _, err := net.SplitHostPort(addr)
@@ -165,14 +165,12 @@ func client(addr string) string {
 	return ip.Unmap().String()
 }
 
-// clientGroup is the group of client (see client) that the scrape limiter shares places
-// between before it shares a group's between its clients: an IPv6 address's /64, which
-// a host is given at least and may take any address of for each connection, so that
-// one host is not as many clients as it takes addresses; within the /64, its
-// addresses, so that inside a cluster, where a /64 is a Kubernetes node's pods, a pod
-// flooding beside a Prometheus does not crowd it out. A link-local address (fe80::/10),
-// whose /64 every host on the link shares, an IPv4 address and what is no address are
-// their own group.
+// clientGroup is the group of client (see client) whose last place the scrape limiter
+// tells for a client of it not seen (see scrapeLimiter.placedOrder): an IPv6 address's
+// /64, which a host is given at least and may take any address of for each connection,
+// so that one host is not as many clients given none lately as it takes addresses. A
+// link-local address (fe80::/10), whose /64 every host on the link shares, an IPv4
+// address and what is no address are their own group.
 func clientGroup(client string) string {
 	ip, err := netip.ParseAddr(client)
 	if err != nil || !ip.Is6() || ip.IsLinkLocalUnicast() {
@@ -316,8 +314,8 @@ func (l *connLimiter) track(c net.Conn, state http.ConnState) {
 // written. A scrape past max waits, up to wait, for a place: one that frees, or that of a
 // scrape whose write has been blocked for stall (a client that does not read), which is
 // ended. The scrape that came last is given the next place, of the client (its address:
-// see client, within its IPv6 /64: see clientGroup) running the fewest, and of those the one given or refused a place longest
-// ago (see next), and when max scrapes wait already, of the clients with the most
+// see client) running the fewest, and of those the one given or refused a place longest
+// ago (see next; an IPv6 address not seen is told its /64's, see placedOrder), and when max scrapes wait already, of the clients with the most
 // waiting, the one given or refused a place last, its scrape that has waited longest,
 // gets 503 at once: so clients that came before and do not read cannot keep out a
 // scraper that comes after them, nor can a client sending scrapes faster than places
@@ -402,9 +400,8 @@ func (l *scrapeLimiter) withBudget(budget int64, cost func(*http.Request) func()
 
 // scrape is one scrape in flight, or waiting.
 type scrape struct {
-	// client is its request's client (see client), group the client's (see
-	// clientGroup), which the limiter shares places by: between groups, and within one
-	// between its clients.
+	// client is its request's client (see client), which the limiter shares places by,
+	// group the client's (see clientGroup).
 	client, group string
 	// blocked is when its current write to the client began, in Unix nanoseconds; 0
 	// outside writes.
@@ -533,24 +530,22 @@ func (l *scrapeLimiter) acquire(r *http.Request, s *scrape) (bool, refusal) {
 	}
 }
 
-// crowding is the index in l.waiting of the scrape to put out of it: of the groups (see
-// clientGroup) with the most waiting, of their clients with the most waiting, the one
-// whose group, then itself, was given or refused a place last (or, of those given or
-// refused none lately, the first come), the scrape of it that has waited longest; so
-// that a client sending scrapes faster than places free puts out its own, not
-// another's, and clients sending their next scrape as soon as one is answered, or a
+// crowding is the index in l.waiting of the scrape to put out of it: of the clients with
+// the most waiting, the one given or refused a place last (see placedOrder; or, of those
+// given or refused none lately, the first come), the scrape of it that has waited
+// longest; so that a client sending scrapes faster than places free puts out its own,
+// not another's, and clients sending their next scrape as soon as one is answered, or a
 // host taking a new address of its /64 for each, put out theirs, not a scraper's.
 // Under l.mu.
 func (l *scrapeLimiter) crowding() int {
-	waiting, waitingGroup := map[string]int{}, map[string]int{}
+	waiting := map[string]int{}
 	for _, w := range l.waiting {
 		waiting[w.client]++
-		waitingGroup[w.group]++
 	}
 	out := 0
 	for i := 1; i < len(l.waiting); i++ {
 		a, b := l.waiting[i], l.waiting[out]
-		if c := cmp.Or(cmp.Compare(waitingGroup[a.group], waitingGroup[b.group]), cmp.Compare(waiting[a.client], waiting[b.client]), l.placedOrder(a, b)); c > 0 {
+		if c := cmp.Or(cmp.Compare(waiting[a.client], waiting[b.client]), l.placedOrder(a, b)); c > 0 {
 			out = i
 		}
 	}
@@ -558,15 +553,35 @@ func (l *scrapeLimiter) crowding() int {
 }
 
 // placedOrder compares when the clients of a and b were last given or refused a place
-// (see placedTable): their groups' first, when they are of two, then their own.
-// Under l.mu.
+// (see placedTable), or, for an IPv6 address the table has no entry of, when its /64
+// (see clientGroup) last was, and then an address told its /64's before one of it told
+// its own, the same: a host taking a new address of its /64 for each scrape is then as
+// recent as its last, where each address was one given none lately, gone before a
+// Prometheus. The /64's count is not compared for an address that has one of its own: a
+// pod flooding beside a Prometheus on a Kubernetes node, whose pods share a /64, would
+// have the Prometheus taken for as recent as the flood, and put after every other
+// client. Under l.mu.
 func (l *scrapeLimiter) placedOrder(a, b *scrape) int {
-	if a.group != b.group {
-		if c := cmp.Compare(l.placed.get(a.group), l.placed.get(b.group)); c != 0 {
-			return c
-		}
+	atA, groupA := l.placedAt(a)
+	atB, groupB := l.placedAt(b)
+	switch c := cmp.Compare(atA, atB); {
+	case c != 0 || groupA == groupB:
+		return c
+	case groupA:
+		return -1
 	}
-	return cmp.Compare(l.placed.get(a.client), l.placed.get(b.client))
+	return 1
+}
+
+// placedAt is the count that placedOrder compares for the client of s, and whether it
+// is its /64's. Under l.mu.
+func (l *scrapeLimiter) placedAt(s *scrape) (at uint64, group bool) {
+	at, known := l.placed.get(s.client)
+	if known || s.group == s.client {
+		return at, false
+	}
+	g, _ := l.placed.get(s.group)
+	return max(at, g), true
 }
 
 // note notes that the client of s, and its group, were given or refused a place now
@@ -579,21 +594,19 @@ func (l *scrapeLimiter) note(s *scrape) {
 }
 
 // next is the index in l.waiting of the scrape to give the next place: the last come of
-// the client running the fewest scrapes of the group (see clientGroup) running the
-// fewest, of those the one whose group, then itself, was given or refused a place
-// longest ago (or not lately), so that a client sending scrapes faster than places free
-// does not take every place that frees: its short scrapes, each ended as a place frees,
-// leave it running as few as a scraper that waits. Under l.mu.
+// the client running the fewest scrapes, of those the one given or refused a place
+// longest ago (see placedOrder; or not lately), so that a client sending scrapes faster
+// than places free does not take every place that frees: its short scrapes, each ended
+// as a place frees, leave it running as few as a scraper that waits. Under l.mu.
 func (l *scrapeLimiter) next() int {
-	running, runningGroup := map[string]int{}, map[string]int{}
+	running := map[string]int{}
 	for r := range l.running {
 		running[r.client]++
-		runningGroup[r.group]++
 	}
 	next := len(l.waiting) - 1
 	for i := next - 1; i >= 0; i-- {
 		a, b := l.waiting[i], l.waiting[next]
-		if c := cmp.Or(cmp.Compare(runningGroup[a.group], runningGroup[b.group]), cmp.Compare(running[a.client], running[b.client]), l.placedOrder(a, b)); c < 0 {
+		if c := cmp.Or(cmp.Compare(running[a.client], running[b.client]), l.placedOrder(a, b)); c < 0 {
 			next = i
 		}
 	}

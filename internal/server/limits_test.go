@@ -657,8 +657,8 @@ func TestScrapeLimiterCrowdPastRemembered(t *testing.T) {
 // address of it for each connection. Counted by address, a crowd from one /64 taking a
 // new address for each scrape was a client never given a place each time, gone before a
 // scraper of another address, and of those with one scrape waiting, the scraper, given a
-// place lately, was put out: every one of its scrapes got 503. The addresses of a /64
-// are one client now, within which places go by address.
+// place lately, was put out: every one of its scrapes got 503. An address of a /64 not
+// seen is now taken for as recent as its /64 (placedOrder).
 func TestScrapeLimiterCrowdOfOneIPv6Subnet(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const workers = 64
@@ -682,6 +682,52 @@ func TestScrapeLimiterCrowdOfOneIPv6Subnet(t *testing.T) {
 		stopCrowd()
 		release()
 	})
+}
+
+// TestScrapeLimiterPodFloodBesideScraper: a pod flooding beside a Prometheus on a
+// Kubernetes node, whose pods share a /64, with other clients scraping as soon as
+// answered. With places shared between /64s first, the scraper's /64 ran the flood's
+// scrapes and was given or refused a place as lately as the flood's last: every other
+// client went first, and every scrape of the scraper got 503. Its /64's count is now
+// compared only for an address of it never seen: the scraper's first scrape beside a
+// flood and a crowd may be refused, as one of the flood's would, and none after it.
+func TestScrapeLimiterPodFloodBesideScraper(t *testing.T) {
+	for _, tc := range []struct {
+		flood, crowd int
+		// served is the scraper's first scrape from which each must be served.
+		served int
+	}{
+		{flood: 1, crowd: 0},
+		{flood: 8, crowd: 0},
+		{flood: 1, crowd: 20, served: 1},
+		{flood: 8, crowd: 20, served: 1},
+	} {
+		t.Run(fmt.Sprintf("flood of %d beside %d", tc.flood, tc.crowd), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				l, start, short, release := placeHeld()
+				stopCrowd := crowdOf(tc.flood+tc.crowd, func(i int) int {
+					r := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+					r.RemoteAddr = "[2001:db8::99]:40000"
+					if i >= tc.flood {
+						r.RemoteAddr = fmt.Sprintf("10.1.0.%d:40000", i+1)
+					}
+					w := httptest.NewRecorder()
+					short.ServeHTTP(w, r)
+					return w.Code
+				})
+				time.Sleep(100 * time.Millisecond)
+				for i := range 5 {
+					got := <-serveFrom(l, start, httptest.NewRecorder(), nil, "/metrics", "[2001:db8::1]:50000")
+					if i >= tc.served && got.code != http.StatusOK {
+						t.Errorf("the scraper's scrape %d beside a flood from its /64: HTTP %d, want 200", i, got.code)
+					}
+					time.Sleep(2 * time.Second)
+				}
+				stopCrowd()
+				release()
+			})
+		})
+	}
 }
 
 // TestScrapeLimiterCrowdOverSockets is TestScrapeLimiterCrowdOfAddresses over real

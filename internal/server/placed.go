@@ -66,16 +66,17 @@ func buckets(key uint64, n int) (b1, b2 int) {
 }
 
 // get is the count of places when client was last given or refused one, or later; 0
-// if none.
-func (t *placedTable) get(client string) uint64 {
+// if none. known reports whether client has an entry of its own (or of its hash): a
+// client without is told its buckets' floor, when one was put out of them.
+func (t *placedTable) get(client string) (at uint64, known bool) {
 	if t.buckets == nil {
-		return 0
+		return 0, false
 	}
 	key, b1, b2 := t.index(client)
 	if at := max(t.buckets[b1].count(key), t.buckets[b2].count(key)); at != 0 || t.floors == nil {
-		return at
+		return at, at != 0
 	}
-	return max(t.floors[b1], t.floors[b2])
+	return max(t.floors[b1], t.floors[b2]), false
 }
 
 // count returns the count of key's entry in b, 0 if none. It looks at every entry, so

@@ -72,7 +72,7 @@ func TestPlacedTableShares(t *testing.T) {
 			}
 			later := 0
 			for _, a := range crowd {
-				switch got := table.get(a); {
+				switch got, _ := table.get(a); {
 				case got < last[a]:
 					t.Fatalf("%s last given place %d is told %d, earlier", a, last[a], got)
 				case got > last[a]:
@@ -83,8 +83,53 @@ func TestPlacedTableShares(t *testing.T) {
 			if tc.later >= 0 && later > tc.later {
 				t.Errorf("%d of %d addresses told a later place than their own (left without a share of their own), want at most %d", later, len(crowd), tc.later)
 			}
-			if never := table.get("192.0.2.1"); never > places {
-				t.Errorf("an address never given a place is told %d, past the last place %d", never, places)
+			if never, known := table.get("192.0.2.1"); never > places || known {
+				t.Errorf("an address never given a place is told %d, known %v; want no later than the last place %d, not known", never, known, places)
+			}
+		})
+	}
+}
+
+// TestPlacedTableNeverEarlier checks the table against a model, a map of each address's
+// last place: whatever the order addresses come in, a few often among many once, while
+// the table grows and once it puts entries out, no address is ever told an earlier place
+// than its own last, nor one past the last given.
+func TestPlacedTableNeverEarlier(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		pool, often int // addresses, and how many of them come half the time
+		places      int
+		putOut      bool // whether the table comes to put entries out
+	}{
+		{"growing", 8000, 100, 50000, false},
+		{"putting out", 60000, 1000, 300000, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			crowd := seededCrowd(tc.pool)
+			rng := rand.New(rand.NewPCG(7, uint64(tc.pool)))
+			table := newPlacedTable()
+			last := map[string]uint64{}
+			for places := uint64(1); places <= uint64(tc.places); places++ {
+				a := crowd[rng.IntN(len(crowd))]
+				if rng.IntN(2) == 0 {
+					a = crowd[rng.IntN(tc.often)]
+				}
+				table.set(a, places)
+				last[a] = places
+				// An address seen, and one not, looked at after each place.
+				for _, b := range [2]string{crowd[rng.IntN(len(crowd))], a} {
+					if got, _ := table.get(b); got < last[b] || got > places {
+						t.Fatalf("after place %d, %s last given place %d is told %d", places, b, last[b], got)
+					}
+				}
+			}
+			for a, at := range last {
+				if got, _ := table.get(a); got < at {
+					t.Fatalf("%s last given place %d is told %d, earlier", a, at, got)
+				}
+			}
+			if putOut := table.floors != nil; putOut != tc.putOut {
+				t.Errorf("the table put entries out: %v, want %v", putOut, tc.putOut)
 			}
 		})
 	}
@@ -139,7 +184,7 @@ func BenchmarkPlacedTable(b *testing.B) {
 		places++
 		table.set(crowd[i%len(crowd)], places)
 		for j := range 8 {
-			_ = table.get(crowd[(i*7+j*613)%len(crowd)])
+			_, _ = table.get(crowd[(i*7+j*613)%len(crowd)])
 		}
 	}
 }
