@@ -1384,9 +1384,8 @@ func TestStorageWaitsForTheLock(t *testing.T) {
 		})
 		done <- started{p, err}
 	}()
-	var second started
 	select {
-	case second = <-done:
+	case second := <-done:
 		if second.p != nil {
 			second.p.Stop()
 		}
@@ -1396,7 +1395,10 @@ func TestStorageWaitsForTheLock(t *testing.T) {
 		t.Fatalf("no word of waiting:\n%s", out2.String())
 	}
 	p1.Stop() // its last snapshot, then the directory let go
-	second = <-done
+	second, ok := await.Receive(t, done)
+	if !ok {
+		t.Fatalf("still waiting for the directory let go:\n%s", out2.String())
+	}
 	if second.err != nil {
 		t.Fatal(second.err)
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+
+	"github.com/logwindow/logwindow_exporter/internal/testutil/await"
 )
 
 // TestHolds: the channel of a text is closed by the write that completes it, even across
@@ -44,5 +46,9 @@ func TestHoldsConcurrent(t *testing.T) {
 		wg.Go(func() { fmt.Fprintf(&b, "<%d>", i) })
 		wg.Go(func() { <-ch })
 	}
-	wg.Wait()
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	if _, ok := await.Receive(t, done); !ok {
+		t.Fatalf("a text written, its channel never closed:\n%s", b.String())
+	}
 }
