@@ -279,22 +279,14 @@ func TestExplainUnnamedInputBySource(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cfg, err := config.Parse(fmt.Appendf(nil, `
+	p := startRules(t, fmt.Appendf(nil, `
 inputs:
   - {path: '%s', log_format: '$remote_addr $http_host'}
   - {path: '%s', log_format: '$http_host [$remote_addr]'}
   - {path: '%s', log_format: ['$remote_addr $http_host', '$http_host [$remote_addr]']}
 rules:
   - {name: requests, labels: {host: '${http_host}'}}
-`, a, b, c), "rules.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := Start(cfg, Options{Now: time.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Stop)
+`, a, b, c))
 	for _, tc := range []struct {
 		input, line, host string // host: "" for a line the input does not count
 	}{

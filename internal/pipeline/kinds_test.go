@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/internal/input/follow"
@@ -22,21 +21,13 @@ func TestInputKindsBuild(t *testing.T) {
 		t.Fatalf("the pipeline runs kinds %v, the loader makes %v", got, want)
 	}
 	dir := t.TempDir()
-	cfg, err := config.Parse(fmt.Appendf(nil, `
+	p := startRules(t, fmt.Appendf(nil, `
 inputs:
   - {name: pods, path: '%[1]s/*/*.log', shards: 2}
   - {name: one, path: '%[1]s/one.log'}
   - {name: sock, syslog: 'unixgram://%[1]s/in.sock'}
 rules: [{name: a, match: x}]
-`, dir), "rules.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := Start(cfg, Options{Now: time.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Stop)
+`, dir))
 	for _, want := range []struct {
 		key     string
 		kind    string

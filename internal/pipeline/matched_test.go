@@ -8,9 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
-	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/parser/event"
 )
 
@@ -121,15 +119,7 @@ func TestBindingsDeferCounts(t *testing.T) {
 			// are the only ones the bindings see.
 			rules := strings.NewReplacer("LOG", filepath.Join(dir, "a.log"), "SOCK", filepath.Join(dir, "s.sock")).Replace(
 				"inputs: [" + tc.input + "]\nrules: [{name: hits, match: '^x(?P<v>.*)', value: v}]\n")
-			cfg, err := config.Parse([]byte(rules), "rules.yaml")
-			if err != nil {
-				t.Fatal(err)
-			}
-			p, err := Start(cfg, Options{Now: time.Now})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(p.Stop)
+			p := startRules(t, []byte(rules))
 			p.mu.Lock()
 			ins := slices.Collect(maps.Values(p.inputs))
 			p.mu.Unlock()

@@ -355,3 +355,18 @@ func TestReloadWithoutCandidatesParsesHeldLines(t *testing.T) {
 	appendTo(t, log, "a line after the reload\n")
 	waitTotal(t, p, "the held line and the one after the reload", "all_total{", 2)
 }
+
+// startRules starts the rule file text on the wall clock, stopped at the test's end.
+func startRules(t *testing.T, text []byte) *Pipeline {
+	t.Helper()
+	cfg, err := config.Parse(text, "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Start(cfg, Options{Now: time.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	return p
+}
