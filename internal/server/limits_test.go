@@ -543,11 +543,7 @@ func TestScrapeLimiterCrowdOfAddresses(t *testing.T) {
 		// when answered 503), its scrapes running 10 ms once given a place.
 		l, start, short, release := placeHeld()
 		stopCrowd := crowdOf(20, func(i int) int {
-			r := httptest.NewRequest(http.MethodGet, "/metrics", nil)
-			r.RemoteAddr = fmt.Sprintf("10.1.0.%d:40000", i+1)
-			w := httptest.NewRecorder()
-			short.ServeHTTP(w, r)
-			return w.Code
+			return scrapeFrom(short, fmt.Sprintf("10.1.0.%d:40000", i+1))
 		})
 		time.Sleep(100 * time.Millisecond)
 		// The scraper scrapes three times, two seconds apart, as a Prometheus would.
@@ -589,6 +585,15 @@ func crowdOf(n int, scrape func(i int) int) (stop func()) {
 	}
 }
 
+// scrapeFrom is the HTTP status h answers a scrape from the address addr with.
+func scrapeFrom(h http.Handler, addr string) int {
+	r := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+	r.RemoteAddr = addr
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	return w.Code
+}
+
 // placeHeld is a limiter of two places (a scrape stalled for a second, waiting five at
 // most), one of them held by a long scrape from another address until release, which
 // waits for that scrape to end; short scrapes through it, each running 10 ms once given
@@ -627,14 +632,11 @@ func TestScrapeLimiterCrowdPastRemembered(t *testing.T) {
 		addr := func(i int64) string { return fmt.Sprintf("127.2.%d.%d:40000", i/250, i%250+1) }
 		var next, refused atomic.Int64
 		stopCrowd := crowdOf(workers, func(int) int {
-			r := httptest.NewRequest(http.MethodGet, "/metrics", nil)
-			r.RemoteAddr = addr(next.Add(1) % crowd)
-			w := httptest.NewRecorder()
-			short.ServeHTTP(w, r)
-			if w.Code == http.StatusServiceUnavailable {
+			code := scrapeFrom(short, addr(next.Add(1)%crowd))
+			if code == http.StatusServiceUnavailable {
 				refused.Add(1)
 			}
-			return w.Code
+			return code
 		})
 		scraper := "127.1.1.1:50000"
 		mark := int64(0)
@@ -666,11 +668,7 @@ func TestScrapeLimiterCrowdOfOneIPv6Subnet(t *testing.T) {
 		var next atomic.Int64
 		stopCrowd := crowdOf(workers, func(int) int {
 			i := next.Add(1)
-			r := httptest.NewRequest(http.MethodGet, "/metrics", nil)
-			r.RemoteAddr = fmt.Sprintf("[2001:db8:1::%x:%x]:40000", i>>16, i&0xffff)
-			w := httptest.NewRecorder()
-			short.ServeHTTP(w, r)
-			return w.Code
+			return scrapeFrom(short, fmt.Sprintf("[2001:db8:1::%x:%x]:40000", i>>16, i&0xffff))
 		})
 		time.Sleep(100 * time.Millisecond)
 		for i := range 3 {
@@ -706,14 +704,10 @@ func TestScrapeLimiterPodFloodBesideScraper(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				l, start, short, release := placeHeld()
 				stopCrowd := crowdOf(tc.flood+tc.crowd, func(i int) int {
-					r := httptest.NewRequest(http.MethodGet, "/metrics", nil)
-					r.RemoteAddr = "[2001:db8::99]:40000"
-					if i >= tc.flood {
-						r.RemoteAddr = fmt.Sprintf("10.1.0.%d:40000", i+1)
+					if i < tc.flood {
+						return scrapeFrom(short, "[2001:db8::99]:40000")
 					}
-					w := httptest.NewRecorder()
-					short.ServeHTTP(w, r)
-					return w.Code
+					return scrapeFrom(short, fmt.Sprintf("10.1.0.%d:40000", i+1))
 				})
 				time.Sleep(100 * time.Millisecond)
 				for i := range 5 {
