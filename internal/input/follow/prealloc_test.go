@@ -1,6 +1,7 @@
 package follow
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"slices"
@@ -270,7 +271,8 @@ func truncate(t *testing.T, path string, size int64) {
 // from a hole that a writer at its own offset leaves: the line is read from after them,
 // as after a hole, without them. It is read at the next look when its text begins within
 // zerosLook bytes of where the NULs held back begin; a line opening with more waits for
-// the fill-in to reach where they end, or for the file to be cut within them.
+// the fill-in to reach where they end, or for the file to be cut within them. Fewer than
+// minZeros are text (UTF-16BE opens a line so): the line is read with them.
 func TestPreallocatedFilledInNULsFirst(t *testing.T) {
 	const nuls = 200 << 10
 	for _, c := range []struct {
@@ -281,6 +283,7 @@ func TestPreallocatedFilledInNULsFirst(t *testing.T) {
 		beyond bool
 		want   []span
 	}{
+		{name: "fewer NULs than space shows", open: minZeros - 1, want: []span{{1, 10}, {12, 20}}},
 		{name: "a few NULs", open: 8, want: []span{{1, 20}}},
 		{name: "a few NULs, then past the space", open: 8, beyond: true, want: []span{{1, 20 + int(nuls/lineLen)}}},
 		{name: "NULs past the look", open: zerosLook + 1, beyond: true, want: []span{{1, 20 + int(nuls/lineLen)}}},
@@ -293,11 +296,20 @@ func TestPreallocatedFilledInNULsFirst(t *testing.T) {
 			col := newCollector()
 			f, clock, _ := handDriven(t, log, col.handle)
 			settle(f, clock)
-			if _, err := w.Write(append(make([]byte, c.open), numbered(11)...)); err != nil {
+			line := append(make([]byte, c.open), numbered(11)...)
+			if _, err := w.Write(line); err != nil {
 				t.Fatal(err)
 			}
 			writeLines(t, w, 12, 20)
 			settle(f, clock)
+			if c.open < minZeros {
+				col.mu.Lock()
+				if want := string(bytes.TrimSuffix(line, []byte("\n"))); !slices.Equal(col.malformed, []string{want}) {
+					t.Errorf("lines not numbered: %q, want line 11 with its NULs", col.malformed)
+				}
+				col.malformed = nil
+				col.mu.Unlock()
+			}
 			if !c.beyond {
 				col.expectExactly(t, c.want...)
 				return
