@@ -78,6 +78,9 @@ type tracked struct {
 	// are, which are no bytes behind (Follower.Stats).
 	zeros int64
 	held  atomic.Int64
+	// nulsText is where the last look at them found text after NULs at the offset
+	// (pastZeros), 0 for none.
+	nulsText int64
 
 	done atomic.Int64 // offset up to which lines were handed on or skipped
 
@@ -239,7 +242,10 @@ const maxZeros = 64 << 20
 //
 // Text written over them may open with NULs of its own (a line of a binary protocol),
 // which cannot be told from space still to fill in: its text is looked for within
-// zerosLook bytes of the offset at each look, and read from there, as after a hole. A
+// zerosLook bytes of the offset at each look, and read from there, as after a hole: text
+// over them once two looks in a row found it there. One look may catch a writer copying a
+// line into its file mapped in memory, whose copy (glibc's memcpy of more than 256 bytes)
+// stores the line's first bytes last: read from its text then, the line would be cut. A
 // file cut within them may have been written to since at a writer's own offset, short of
 // where they ended: they are looked at again from the offset, else what it wrote would
 // wait for the file to pass their old end, and be skipped then. It is cut within them
@@ -252,6 +258,11 @@ func (t *tracked) pastZeros(size int64, stop *atomic.Bool) int64 {
 	case i < minZeros:
 		return t.off
 	case i < n:
+		if at := t.off + int64(i); at < t.zeros && at != t.nulsText {
+			t.nulsText = at
+			return -1
+		}
+		t.nulsText = 0
 		return t.off + int64(i)
 	}
 	from := t.zeros
