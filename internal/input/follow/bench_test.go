@@ -152,3 +152,37 @@ func BenchmarkStats(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkLookHeld is a turn over 100 files each holding back space preallocated (NULs
+// after its lines, not yet filled in): what every wake of the reader costs them while
+// nothing is written, a look for text over their NULs each.
+func BenchmarkLookHeld(b *testing.B) {
+	const files = 100
+	dir := b.TempDir()
+	lines := bytes.Repeat(numbered(1), 10)
+	for i := range files {
+		path := filepath.Join(dir, fmt.Sprintf("pod-%03d.log", i))
+		if err := os.WriteFile(path, lines, 0o644); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.Truncate(path, int64(len(lines))+200<<10); err != nil {
+			b.Fatal(err)
+		}
+	}
+	f, err := newFollower(Options{Path: filepath.Join(dir, "*.log"), FromBeginning: true, noNotify: true}, func(string, []byte) {})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Stop()
+	f.discover(true)
+	f.readAll()
+	b.ReportAllocs()
+	for b.Loop() {
+		if f.readAll() {
+			b.Fatal("more to read where only NULs are")
+		}
+	}
+	if s := f.Stats(); len(s.Files) != files || s.Files[0].BytesBehind != 0 {
+		b.Fatalf("%d files, %+v: want each read up to its NULs", len(s.Files), s.Files[0])
+	}
+}

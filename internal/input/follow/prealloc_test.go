@@ -1,6 +1,8 @@
 package follow
 
 import (
+	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -268,20 +270,28 @@ func truncate(t *testing.T, path string, size int64) {
 // line that opens with NUL bytes of its own (four or more, as many as space preallocated
 // shows), and lines after it. Its NULs cannot be told from the space still to fill in, nor
 // from a hole that a writer at its own offset leaves: the line is read from after them,
-// as after a hole, without them. It is read at the next look when its text begins within
+// as after a hole, without them. It is read at the second look that finds its text within
 // zerosLook bytes of where the NULs held back begin; a line opening with more waits for
-// the fill-in to reach where they end, or for the file to be cut within them.
+// the fill-in to reach where they end, or for the file to be cut within them. Fewer than
+// minZeros are text (UTF-16BE opens a line so): the line is read with them. A line without
+// NULs whose first bytes are stored last (a memcpy into a file mapped in memory), a look
+// in between, is read whole: the look sees what a line opening with NULs shows.
 func TestPreallocatedFilledInNULsFirst(t *testing.T) {
 	const nuls = 200 << 10
 	for _, c := range []struct {
 		name string
 		open int // NULs opening line 11
+		// headLast: the first headLast bytes of line 11 are written after the rest, a look
+		// in between.
+		headLast int
 		// beyond: the writer preallocates more once it filled in lines 11-20, and writes
 		// lines from 21 on past where the NULs ended.
 		beyond bool
 		want   []span
 	}{
+		{name: "fewer NULs than space shows", open: minZeros - 1, want: []span{{1, 10}, {12, 20}}},
 		{name: "a few NULs", open: 8, want: []span{{1, 20}}},
+		{name: "no NULs, the head stored last", headLast: 32, want: []span{{1, 20}}},
 		{name: "a few NULs, then past the space", open: 8, beyond: true, want: []span{{1, 20 + int(nuls/lineLen)}}},
 		{name: "NULs past the look", open: zerosLook + 1, beyond: true, want: []span{{1, 20 + int(nuls/lineLen)}}},
 	} {
@@ -293,11 +303,31 @@ func TestPreallocatedFilledInNULsFirst(t *testing.T) {
 			col := newCollector()
 			f, clock, _ := handDriven(t, log, col.handle)
 			settle(f, clock)
-			if _, err := w.Write(append(make([]byte, c.open), numbered(11)...)); err != nil {
+			line := append(make([]byte, c.open), numbered(11)...)
+			at, err := w.Seek(0, io.SeekCurrent)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := w.WriteAt(line[c.headLast:], at+int64(c.headLast)); err != nil {
+				t.Fatal(err)
+			}
+			f.readAll()
+			if _, err := w.WriteAt(line[:c.headLast], at); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := w.Seek(int64(len(line)), io.SeekCurrent); err != nil {
 				t.Fatal(err)
 			}
 			writeLines(t, w, 12, 20)
 			settle(f, clock)
+			if 0 < c.open && c.open < minZeros {
+				col.mu.Lock()
+				if want := string(bytes.TrimSuffix(line, []byte("\n"))); !slices.Equal(col.malformed, []string{want}) {
+					t.Errorf("lines not numbered: %q, want line 11 with its NULs", col.malformed)
+				}
+				col.malformed = nil
+				col.mu.Unlock()
+			}
 			if !c.beyond {
 				col.expectExactly(t, c.want...)
 				return
