@@ -128,6 +128,18 @@ func cpuTime(b *testing.B) time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// readDir is a follower of the logs of dir, each read to its end, stopped at b's end.
+func readDir(b *testing.B, dir string) *Follower {
+	f, err := newFollower(Options{Path: filepath.Join(dir, "*.log"), FromBeginning: true, noNotify: true}, func(string, []byte) {})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(f.Stop)
+	f.discover(true)
+	f.readAll()
+	return f
+}
+
 // BenchmarkStats is what a scrape asks of a follower of a node's pod logs: the stats of
 // 500 files, each read to its end.
 func BenchmarkStats(b *testing.B) {
@@ -138,13 +150,7 @@ func BenchmarkStats(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	f, err := newFollower(Options{Path: filepath.Join(dir, "*.log"), FromBeginning: true, noNotify: true}, func(string, []byte) {})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Stop()
-	f.discover(true)
-	f.readAll()
+	f := readDir(b, dir)
 	b.ReportAllocs()
 	for b.Loop() {
 		if s := f.Stats(); len(s.Files) != files || s.Files[0].BytesBehind != 0 {
@@ -169,13 +175,7 @@ func BenchmarkLookHeld(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	f, err := newFollower(Options{Path: filepath.Join(dir, "*.log"), FromBeginning: true, noNotify: true}, func(string, []byte) {})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Stop()
-	f.discover(true)
-	f.readAll()
+	f := readDir(b, dir)
 	b.ReportAllocs()
 	for b.Loop() {
 		if f.readAll() {
