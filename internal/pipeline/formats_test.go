@@ -286,7 +286,7 @@ inputs:
   - {path: '%s', log_format: ['$remote_addr $http_host', '$http_host [$remote_addr]']}
 rules:
   - {name: requests, labels: {host: '${http_host}'}}
-`, a, b, c))
+`, a, b, c), Options{Now: time.Now})
 	for _, tc := range []struct {
 		input, line, host string // host: "" for a line the input does not count
 	}{

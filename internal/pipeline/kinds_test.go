@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/internal/input/follow"
@@ -27,7 +28,7 @@ inputs:
   - {name: one, path: '%[1]s/one.log'}
   - {name: sock, syslog: 'unixgram://%[1]s/in.sock'}
 rules: [{name: a, match: x}]
-`, dir))
+`, dir), Options{Now: time.Now})
 	for _, want := range []struct {
 		key     string
 		kind    string

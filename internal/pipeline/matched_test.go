@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/logwindow/logwindow_exporter/parser/event"
 )
@@ -119,7 +120,7 @@ func TestBindingsDeferCounts(t *testing.T) {
 			// are the only ones the bindings see.
 			rules := strings.NewReplacer("LOG", filepath.Join(dir, "a.log"), "SOCK", filepath.Join(dir, "s.sock")).Replace(
 				"inputs: [" + tc.input + "]\nrules: [{name: hits, match: '^x(?P<v>.*)', value: v}]\n")
-			p := startRules(t, []byte(rules))
+			p := startRules(t, []byte(rules), Options{Now: time.Now})
 			p.mu.Lock()
 			ins := slices.Collect(maps.Values(p.inputs))
 			p.mu.Unlock()

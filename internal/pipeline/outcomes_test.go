@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/internal/selfmetric"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/await"
 )
@@ -100,15 +99,7 @@ func scrapeWhileWriting(t *testing.T, tc writeCase, rule string, perWrite int, l
 		t.Fatal(err)
 	}
 	rules := strings.NewReplacer("LOG", log, "SOCK", sock).Replace(fmt.Sprintf("inputs: [%s]\nrules: [%s]\n", tc.input, rule))
-	cfg, err := config.Parse([]byte(rules), "rules.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := Start(cfg, Options{Now: time.Now, PollInterval: 10 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Stop)
+	p := startRules(t, []byte(rules), Options{Now: time.Now, PollInterval: 10 * time.Millisecond})
 	var text strings.Builder
 	for i := range perWrite {
 		text.WriteString(tc.chunk[i%len(tc.chunk)])

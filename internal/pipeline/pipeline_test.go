@@ -48,15 +48,7 @@ func startFile(t *testing.T, rules string) (*Pipeline, string) {
 	if err := os.WriteFile(log, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := config.Parse([]byte(strings.ReplaceAll(rules, "LOG", log)), "rules.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := Start(cfg, Options{Now: time.Now, PollInterval: 10 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Stop)
+	p := startRules(t, []byte(strings.ReplaceAll(rules, "LOG", log)), Options{Now: time.Now, PollInterval: 10 * time.Millisecond})
 	return p, log
 }
 
@@ -356,14 +348,14 @@ func TestReloadWithoutCandidatesParsesHeldLines(t *testing.T) {
 	waitTotal(t, p, "the held line and the one after the reload", "all_total{", 2)
 }
 
-// startRules starts the rule file text on the wall clock, stopped at the test's end.
-func startRules(t *testing.T, text []byte) *Pipeline {
+// startRules starts the rule file text with the options o, stopped at the test's end.
+func startRules(t *testing.T, text []byte, o Options) *Pipeline {
 	t.Helper()
 	cfg, err := config.Parse(text, "rules.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := Start(cfg, Options{Now: time.Now})
+	p, err := Start(cfg, o)
 	if err != nil {
 		t.Fatal(err)
 	}
