@@ -441,6 +441,9 @@ func TestFlags(t *testing.T) {
 		{"node with mtail", []string{"-node", "-mtail"}, 2},
 		{"rewrite of json", []string{"-rewrite", "-formats", "text,json"}, 2},
 		{"without of json", []string{"-without", "nginx_http_clients", "-formats", "json"}, 2},
+		{"instructions of a replay", []string{"-instructions", "-mode", "replay"}, 2},
+		{"instructions of mtail", []string{"-instructions", "-mtail"}, 2},
+		{"instructions of scrapes", []string{"-instructions", "-scrape"}, 2},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -55,6 +55,8 @@ type options struct {
 	extraRules                      int
 	mode                            string
 	mtail, scrape, likeMtail, node  bool
+	// instructions: our live runs under cachegrind, their instructions counted.
+	instructions bool
 	// rewrite: each rule file also runs with the ids in its path labels rewritten.
 	rewrite bool
 	// without: the first rule file also runs without each of these sets of rules.
@@ -91,6 +93,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.mode, "mode", "live", "live: serve and scrape until every line is counted; replay: --replay, one-shot")
 	fs.BoolVar(&o.mtail, "mtail", false, "also run mtail --one_shot with nginx.mtail on the same files")
 	fs.BoolVar(&o.likeMtail, "like-mtail", false, "remove what mtail's program cannot compute (the rules with distinct:, and top: with the label it ranks), so that -mtail compares the same counters")
+	fs.BoolVar(&o.instructions, "instructions", false, "run the exporter under valgrind's cachegrind and count the instructions it executes a line, in all and by the module's packages: a count the machine's load does not move (its CPU times then are valgrind's)")
 	fs.BoolVar(&o.rewrite, "rewrite", false, "also run each rule file with the ids in its rules' path labels rewritten ("+pathRewrite+"), as a program of its own in the same runs")
 	fs.BoolVar(&o.scrape, "scrape", false, "also time scrapes of a rule holding -series series (first file only)")
 	fs.IntVar(&o.series, "series", 10000, "series budget of the scrape benchmark's rule")
@@ -148,6 +151,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, errors.New("-poll and -timeout must be positive")
 	case o.node && (o.mtail || len(o.formats) > 1 || o.formats[0] != "text"):
 		return o, errors.New("-node reads the text logs as CRI lines: not with -mtail or -formats")
+	case o.instructions && (o.mode != "live" || o.mtail || o.scrape):
+		return o, errors.New("-instructions counts live runs of the exporter: not with -mode replay, -mtail or -scrape")
 	}
 	return o, nil
 }
@@ -385,12 +390,28 @@ func bench(o options, out io.Writer) error {
 	}
 	tw.Flush()
 	fmt.Fprintf(out, "every run's _totals equal the generated log's counts (%d lines)\n", total)
+	var counted []instructions
+	if o.instructions {
+		names, lines := make([]string, len(programs)), make([]int, len(programs))
+		for j, p := range programs {
+			names[j], lines[j] = p.name, linesOf(j)
+			counted = append(counted, medianInstructions(results[j]))
+		}
+		tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+		printInstructions(tw, names, counted, lines)
+		tw.Flush()
+	}
 	// Ratios of medians: each other program against the first.
 	for j := 1; j < len(programs); j++ {
 		if j == single || j == oneCore {
 			continue // compared below, per line
 		}
 		a, b := med[0], med[j]
+		if counted != nil {
+			fmt.Fprintf(out, "%s / %s (medians): %.4f× the instructions, %.4f× the module's\n", programs[j].name, programs[0].name,
+				float64(counted[j].total)/float64(counted[0].total), float64(counted[j].module())/float64(counted[0].module()))
+			continue
+		}
 		fmt.Fprintf(out, "%s / %s (medians): %.2f× the wall time, %.2f× the CPU per line, %.2f× the peak RSS\n",
 			programs[j].name, programs[0].name, b.wall.Seconds()/a.wall.Seconds(), b.cpu.Seconds()/a.cpu.Seconds(), float64(b.rss)/float64(a.rss))
 	}
@@ -501,7 +522,17 @@ func (o options) runOurs(bin, rules string, paths []string, lines int, want expe
 		}
 		return u, check(s)
 	}
-	l, err := startLive(bin, rules, o.procs)
+	counts := ""
+	if o.instructions {
+		f, err := os.CreateTemp(filepath.Dir(rules), "cachegrind-*.out")
+		if err != nil {
+			return usage{}, err
+		}
+		counts = f.Name()
+		f.Close()
+		defer os.Remove(counts)
+	}
+	l, err := startLive(bin, rules, o.procs, counts)
 	if err != nil {
 		return usage{}, err
 	}
@@ -519,7 +550,11 @@ func (o options) runOurs(bin, rules string, paths []string, lines int, want expe
 	if err := l.settle(first, check, o.poll); err != nil {
 		return usage{}, err
 	}
-	return l.stop(wall)
+	u, err := l.stop(wall)
+	if err == nil && o.instructions {
+		u.instr, err = readCachegrind(counts)
+	}
+	return u, err
 }
 
 // runMtail is one run of mtail --one_shot over the files, checked against want.

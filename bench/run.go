@@ -20,9 +20,10 @@ import (
 
 // usage is what one run of a program cost.
 type usage struct {
-	wall time.Duration
-	cpu  time.Duration // user + system
-	rss  int64         // peak resident set, bytes
+	wall  time.Duration
+	cpu   time.Duration // user + system
+	rss   int64         // peak resident set, bytes
+	instr instructions  // with -instructions
 }
 
 // child is a program run with GOMAXPROCS set, whose peak RSS it samples.
@@ -145,9 +146,14 @@ type live struct {
 }
 
 // startLive starts the exporter serving the config on a loopback port, its log next to
-// the config, and returns it once it is ready.
-func startLive(bin, config string, procs int) (*live, error) {
-	e, err := testexec.Serve(filepath.Dir(config), bin, testexec.ServeOptions{Env: []string{gomaxprocs(procs)}}, "--config.file="+config)
+// the config, and returns it once it is ready; under cachegrind (-instructions) when
+// counts is the file for its counts.
+func startLive(bin, config string, procs int, counts string) (*live, error) {
+	o := testexec.ServeOptions{Env: []string{gomaxprocs(procs)}}
+	if counts != "" {
+		o.Under, o.Env = cachegrind(counts), append(o.Env, cachegrindEnv)
+	}
+	e, err := testexec.Serve(filepath.Dir(config), bin, o, "--config.file="+config)
 	if err != nil {
 		return nil, err
 	}

@@ -24,7 +24,7 @@ func (o options) scrapeBench(dir, path string, file *tally, out io.Writer) error
 	want := file.pathTotals(o.series)
 	series := file.pathSeries(o.series)
 
-	l, err := startLive(o.bins[0], rules, o.procs)
+	l, err := startLive(o.bins[0], rules, o.procs, "")
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -34,6 +35,10 @@ type ServeOptions struct {
 	User, Password string
 	// Timeout bounds the start and every wait; DefaultTimeout when zero.
 	Timeout time.Duration
+	// Under is a command line the exporter runs under, its path and flags before the
+	// exporter's own (the benchmark counts instructions under valgrind): the process is
+	// still the exporter's, as a tool that execs in place keeps its pid.
+	Under []string
 }
 
 // Exporter is the exporter binary serving HTTP on a loopback port. Serve starts it for
@@ -57,7 +62,7 @@ func Serve(dir, bin string, o ServeOptions, args ...string) (*Exporter, error) {
 	if o.Timeout == 0 {
 		o.Timeout = DefaultTimeout
 	}
-	argv := append([]string{bin, "--web.listen-address=127.0.0.1:0", "--log.format=json"}, args...)
+	argv := slices.Concat(o.Under, []string{bin, "--web.listen-address=127.0.0.1:0", "--log.format=json"}, args)
 	p, err := launch(dir, "logwindow_exporter", argv, o.Env)
 	if err != nil {
 		return nil, err
