@@ -198,16 +198,21 @@ func TestQuantilesMerge(t *testing.T) {
 			t.Fatalf("reset sketch: count %d, median %v", acc.Count(), acc.Quantile(0.5))
 		}
 	}
+	// A live run widens with two bits to spare (grownWidth); the seal narrows it to the
+	// bits its largest count needs.
 	for _, w := range []struct {
-		n    int
-		want uint8
-	}{{1, 1}, {255, 8}, {256, 9}, {65536, 17}} {
+		n          int
+		live, want uint8
+	}{{1, 1, 1}, {2, 4, 2}, {255, 10, 8}, {256, 10, 9}, {65536, 19, 17}} {
 		var q Quantiles
 		for range w.n {
 			q.Add(3, nil)
 		}
-		if q.pos.width() != w.want || q.Quantile(1) < 2.97 || q.Quantile(1) > 3.03 {
-			t.Errorf("%d equal values: width %d (want %d), max %v", w.n, q.pos.width(), w.want, q.Quantile(1))
+		if q.pos.width() != w.live || q.Quantile(1) < 2.97 || q.Quantile(1) > 3.03 {
+			t.Errorf("%d equal values: width %d (want %d), max %v", w.n, q.pos.width(), w.live, q.Quantile(1))
+		}
+		if q.Seal(); q.pos.width() != w.want || q.Count() != uint64(w.n) || q.Quantile(1) < 2.97 || q.Quantile(1) > 3.03 {
+			t.Errorf("%d equal values sealed: width %d (want %d), count %d, max %v", w.n, q.pos.width(), w.want, q.Count(), q.Quantile(1))
 		}
 	}
 }
