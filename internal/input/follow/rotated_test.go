@@ -438,8 +438,7 @@ func TestSnapshotWhileCopyJudged(t *testing.T) {
 	writeLines(t, w, 101, 110)
 	waitFor(t, "the log read after its truncation", func() bool { return first.has(101, 110) })
 	waitFor(t, "the copy found", func() bool { return openUnder(f, log+".1") == 1 })
-	turns := f.turns.Load()
-	waitFor(t, "two turns of the reader", func() bool { return f.turns.Load() > turns+2 })
+	waitTurns(t, f, 3, "two turns of the reader")
 	hold.Lock()
 	positions := f.Positions()
 	hold.Unlock()
@@ -452,8 +451,7 @@ func TestSnapshotWhileCopyJudged(t *testing.T) {
 	next := newCollector()
 	g := start(t, o, next.handle)
 	waitFor(t, "the lines written while down", func() bool { return next.has(111, 150) })
-	turns = g.turns.Load()
-	waitFor(t, "two more turns of the reader", func() bool { return g.turns.Load() > turns+2 })
+	waitTurns(t, g, 3, "two more turns of the reader")
 	next.expectExactly(t, span{111, 150})
 }
 
@@ -482,8 +480,7 @@ func TestStopBeforeCopyJudged(t *testing.T) {
 	next := newCollector()
 	g := start(t, o, next.handle)
 	waitFor(t, "the lines written while down", func() bool { return next.has(111, 150) })
-	turns := g.turns.Load()
-	waitFor(t, "two more turns of the reader", func() bool { return g.turns.Load() > turns+2 })
+	waitTurns(t, g, 3, "two more turns of the reader")
 	next.expectExactly(t, span{111, 150})
 }
 
@@ -573,6 +570,7 @@ func TestResumeUnreadNotReopened(t *testing.T) {
 			w := create(t, log)
 			o := mode.options(log)
 			o.FromBeginning = true
+			clock := clocked(&o)
 			first := newCollector()
 			f := start(t, o, first.handle)
 			writeLines(t, w, 1, 100)
@@ -580,7 +578,7 @@ func TestResumeUnreadNotReopened(t *testing.T) {
 			rename(t, log, log+".1")
 			next := create(t, log)
 			waitFollowed(t, f, next)
-			waitFor(t, "the archive retired", func() bool { return openUnder(f, log) == 1 })
+			waitRetired(t, f, clock, "the archive retired", func() bool { return openUnder(f, log) == 1 })
 			f.Stop()
 			positions := f.Positions()
 			if len(positions) != 1 || positions[0].Offset != 0 {
