@@ -61,8 +61,7 @@ func TestWriteInProgress(t *testing.T) {
 			waitFor(t, "the first lines", func() bool { return c.has(1, 10) })
 			// A whole turn after the last line, so that the write starts
 			// on a file whose state after the read is known.
-			turn := f.turns.Load()
-			waitFor(t, "a quiet turn", func() bool { return f.turns.Load() > turn })
+			waitTurns(t, f, 1, "a quiet turn")
 			mu.Lock()
 			armed = true
 			mu.Unlock()
@@ -124,8 +123,7 @@ func TestConcurrentAppenders(t *testing.T) {
 			waitFor(t, "every line", func() bool { return c.has(1, writers*each) })
 			// A full turn after the last line: a false truncation would
 			// have been declared by then.
-			turn := f.turns.Load()
-			waitFor(t, "a quiet turn", func() bool { return f.turns.Load() > turn+1 })
+			waitTurns(t, f, 2, "a quiet turn")
 			c.expectExactly(t, span{1, writers * each})
 			if s := f.Stats(); s.Truncations != 0 || s.LinesRead != writers*each {
 				t.Fatalf("stats %+v, want %d lines and no truncation", s, writers*each)

@@ -64,8 +64,7 @@ func TestLastLineWithoutNewline(t *testing.T) {
 				t.Fatal(err)
 			}
 			waitFor(t, "the whole lines", func() bool { return c.has(1, 10) })
-			turn := f.turns.Load()
-			waitFor(t, "two turns of the reader, which read the last line", func() bool { return f.turns.Load() >= turn+2 })
+			waitTurns(t, f, 2, "two turns of the reader, which read the last line")
 			if tc.end != nil {
 				tc.end(t, p, w)
 			}
@@ -159,13 +158,11 @@ func TestClosed(t *testing.T) {
 	rename(t, moved, filepath.Join(dir, "renamed.log")) // within the glob
 	waitFor(t, "both rotations seen", func() bool { return f.Stats().Rotations == 2 })
 	waitFor(t, "the moved file's old path closed", func() bool { return e.count("closed moved.log") == 1 })
-	turn := f.turns.Load()
-	waitFor(t, "two turns of the reader, which read the deleted file's last line", func() bool { return f.turns.Load() >= turn+2 })
+	waitTurns(t, f, 2, "two turns of the reader, which read the deleted file's last line")
 	clock.Add(2 * time.Hour)
 	waitFor(t, "the deleted file closed", func() bool { return e.count("closed deleted.log") == 1 })
 	waitFor(t, "the rotated file closed", func() bool { return openUnder(f, rotated) == 1 })
-	turn = f.turns.Load()
-	waitFor(t, "two more turns of the reader", func() bool { return f.turns.Load() >= turn+2 })
+	waitTurns(t, f, 2, "two more turns of the reader")
 	if n := e.count("closed rotated.log"); n != 0 {
 		t.Errorf("rotated.log closed %d times while its successor is read there", n)
 	}

@@ -162,6 +162,19 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// waitTurns waits for n turns of f's reader over its files from now (what), waking it at
+// each look: the turns come without a real wait for the poll's tick, which wakes an idle
+// reader otherwise. n = 2 has one begin after the call: a whole turn, which looked at
+// every file as it was then.
+func waitTurns(t *testing.T, f *Follower, n uint64, what string) {
+	t.Helper()
+	from := f.turns.Load()
+	waitFor(t, what, func() bool {
+		f.poke()
+		return f.turns.Load() >= from+n
+	})
+}
+
 // givenUp is closed, for a select that waits for what may never come (a goroutine blocked
 // on a FIFO), when a wait gives up: shortly before the test binary's timeout (await).
 func givenUp(t *testing.T) <-chan time.Time {
@@ -179,6 +192,31 @@ func (a *ahead) Now() time.Time { return time.Now().Add(time.Duration(a.by.Load(
 // Add moves the clock on by d.
 func (a *ahead) Add(d time.Duration) { a.by.Add(int64(d)) }
 
+// clocked gives o a clock of its own, returned, for a test that has the rotation grace of
+// options' follower pass (waitRetired).
+func clocked(o *Options) *ahead {
+	clock := new(ahead)
+	o.now = clock.Now
+	return clock
+}
+
+// waitRetired waits for what, cond, which the files that left their path being closed
+// makes true, moving clock, f's, on by its rotation grace at each look and waking its
+// reader, which retires the files idle for the grace: the grace passes when the test says
+// so, without a real wait for it or for the poll's tick that would wake the reader. The
+// test has written every line first: a file the rotation grace closes is read no more.
+func waitRetired(t *testing.T, f *Follower, clock *ahead, what string, cond func() bool) {
+	t.Helper()
+	waitFor(t, what, func() bool {
+		if cond() {
+			return true
+		}
+		clock.Add(f.o.RotationGrace)
+		f.poke()
+		return false
+	})
+}
+
 // mode is a way of noticing changes: inotify with a slow safety poll, so that
 // inotify does the work, or polling alone.
 type mode struct {
@@ -192,8 +230,11 @@ var modes = []mode{
 	{name: "poll", noNotify: true, poll: 10 * time.Millisecond},
 }
 
+// options follows path in mode m. Its rotation grace is a time no test waits for, so that
+// a loaded machine stalling a writer past it cannot have a file closed before its last
+// lines: a test passes it by its follower's clock (clocked, waitRetired).
 func (m mode) options(path string) Options {
-	return Options{Path: path, PollInterval: m.poll, RotationGrace: 150 * time.Millisecond, noNotify: m.noNotify}
+	return Options{Path: path, PollInterval: m.poll, RotationGrace: time.Hour, noNotify: m.noNotify}
 }
 
 // testLogger sends a Follower's log to the test's log, shown on failure or with -v.
@@ -588,7 +629,9 @@ func TestGlob(t *testing.T) {
 			a := create(t, filepath.Join(dir, "a.log"))
 			writeLines(t, a, 1, 10)
 			c := newCollector()
-			f := start(t, m.options(filepath.Join(dir, "*.log")), c.handle)
+			o := m.options(filepath.Join(dir, "*.log"))
+			clock := clocked(&o)
+			f := start(t, o, c.handle)
 			b := create(t, filepath.Join(dir, "b.log"))
 			writeLines(t, b, 11, 20)
 			writeLines(t, a, 21, 30)
@@ -597,7 +640,7 @@ func TestGlob(t *testing.T) {
 			rename(t, filepath.Join(dir, "b.log"), filepath.Join(dir, "c.log"))
 			writeLines(t, a, 31, 40)
 			writeLines(t, b, 41, 50)
-			waitFor(t, "a.log drained and closed, b.log followed as c.log", func() bool {
+			waitRetired(t, f, clock, "a.log drained and closed, b.log followed as c.log", func() bool {
 				s := f.Stats()
 				return c.has(31, 50) && len(s.Files) == 1 && s.Files[0].Path == filepath.Join(dir, "c.log")
 			})
@@ -701,11 +744,13 @@ func TestBrokenPathInGlob(t *testing.T) {
 	p := filepath.Join(dir, "a.log")
 	w := create(t, p)
 	c := newCollector()
-	f := start(t, modes[1].options(filepath.Join(dir, "*.log")), c.handle)
+	o := modes[1].options(filepath.Join(dir, "*.log"))
+	clock := clocked(&o)
+	f := start(t, o, c.handle)
 	writeLines(t, w, 1, 10)
 	rename(t, p, p+".1")
 	writeLines(t, w, 11, 20)
-	waitFor(t, "the rotated file read and closed", func() bool { return c.has(1, 20) && len(f.Stats().Files) == 0 })
+	waitRetired(t, f, clock, "the rotated file read and closed", func() bool { return c.has(1, 20) && len(f.Stats().Files) == 0 })
 	c.expectExactly(t, span{1, 20})
 	if s := f.Stats(); s.Errors != 1 || s.Rotations != 1 {
 		t.Errorf("stats %+v: want the loop counted once as an error, one rotation", s)

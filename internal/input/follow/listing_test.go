@@ -136,8 +136,7 @@ func listOutage(t *testing.T, m mode, dir string, l *lister, out outage) {
 	scanned := func(what string) {
 		n := l.listings()
 		waitFor(t, what, func() bool { return l.listings() >= n+2 })
-		turn := f.turns.Load()
-		waitFor(t, what+", then a turn of the reader", func() bool { return f.turns.Load() >= turn+2 })
+		waitTurns(t, f, 2, what+", then a turn of the reader")
 	}
 	out.break_(t)
 	scanned("listings during the outage")

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -705,8 +706,14 @@ func (f *Follower) archiveDir(dirs *listings, path string, r *resume) string {
 		mtime time.Time
 	}
 	// unread: the archives named as rotated from the log, in a directory within, that
-	// cannot be read (xz): one may be the position's file's, which nothing else tells.
-	var unread []string
+	// cannot be read (xz; a zstd frame asking for a window past archiveWindow, an archive
+	// cut off, unreadable or not of its name's compressor), with why: one may be the
+	// position's file's, which nothing else tells.
+	type unreadable struct {
+		path string
+		err  error
+	}
+	var unread []unreadable
 	holds := func(dir, base string, names []os.DirEntry, within bool) bool {
 		var archives []archive
 		for _, a := range withStem(names, base) {
@@ -716,7 +723,7 @@ func (f *Follower) archiveDir(dirs *listings, path string, r *resume) string {
 			}
 			if !readable(c) {
 				if within {
-					unread = append(unread, filepath.Join(dir, a.Name()))
+					unread = append(unread, unreadable{filepath.Join(dir, a.Name()), errUnreadable})
 				}
 				continue
 			}
@@ -726,15 +733,25 @@ func (f *Follower) archiveDir(dirs *listings, path string, r *resume) string {
 		}
 		slices.SortStableFunc(archives, func(a, b archive) int { return b.mtime.Compare(a.mtime) })
 		return slices.ContainsFunc(archives, func(a archive) bool {
-			return archiveOf(openListed(dir, a.name, a.id), ps)
+			file, err := openListed(dir, a.name, a.id)
+			if err == nil && file != nil {
+				var of bool
+				if of, err = archiveOf(file, ps); of {
+					return true
+				}
+			}
+			if err != nil && within {
+				unread = append(unread, unreadable{filepath.Join(dir, a.name), err})
+			}
+			return false
 		})
 	}
 	found := ""
 	defer func() {
 		if found == "" && len(unread) > 0 {
-			c, _, _ := archiveExt(unread[0])
+			c, _, _ := archiveExt(unread[0].path)
 			f.o.Logger.Warn("an archive named as rotated from the log, in a directory within its own (logrotate's olddir), cannot be read to tell whether it holds the file of a saved position: the files rotated after it there are not read",
-				"path", path, "archive", unread[0], "archives", len(unread), "compressor", compressors[c].name, "err", errUnreadable)
+				"path", path, "archive", unread[0].path, "archives", len(unread), "compressor", compressors[c].name, "err", unread[0].err)
 		}
 	}()
 	for _, at := range f.rotationPaths(path) {
@@ -774,24 +791,39 @@ const archiveHeadIn = 1 << 20
 
 // archiveOf reports whether file, a gzip, bzip2 or zstd archive, begins, decompressed,
 // with the bytes that the file of one of ps had at its position (Position.Head), and
-// closes it. Only those are decompressed, from at most archiveHeadIn bytes of it. A nil
-// file is none.
-func archiveOf(file *os.File, ps []Position) bool {
-	if file == nil {
-		return false
-	}
+// closes it. Only those are decompressed, from at most archiveHeadIn bytes of it. err
+// says why it could not tell, the archive read short of those bytes otherwise than by
+// its end: not of its compressor, cut off, a zstd frame asking for a window past
+// archiveWindow, more than archiveHeadIn bytes before them, a read failing.
+func archiveOf(file *os.File, ps []Position) (bool, error) {
 	defer file.Close()
-	z, done, err := decompressed(bufio.NewReader(io.LimitReader(file, archiveHeadIn)))
+	in := &io.LimitedReader{R: file, N: archiveHeadIn}
+	z, done, err := decompressed(bufio.NewReader(in))
 	if err != nil {
-		return false
+		return false, err
 	}
 	defer done()
 	var head [headLen]byte
-	n, _ := io.ReadFull(z, head[:])
+	n, err := io.ReadFull(z, head[:])
+	switch {
+	case n == headLen:
+		err = nil
+	case in.N == 0:
+		// Its decompressor may end cleanly where the bound cut it, between two members.
+		err = fmt.Errorf("fewer than %d bytes decompressed from its first %d", headLen, archiveHeadIn)
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+		// The whole archive holds fewer bytes than a head, or it was cut off, which its
+		// decompressor tells by a read past them.
+		if _, err = z.Read(make([]byte, 1)); errors.Is(err, io.EOF) {
+			err = nil
+		} else if err == nil {
+			err = io.ErrUnexpectedEOF
+		}
+	}
 	return slices.ContainsFunc(ps, func(p Position) bool {
 		k := min(headLen, p.Offset)
 		return int64(n) >= k && xxhash.Sum64(head[:k]) == p.Head
-	})
+	}), err
 }
 
 // readCopiesAtEnd has the files the first scan took for copies of a position's file
@@ -983,7 +1015,7 @@ func rotatedAfter(path string, since time.Time, known map[fileID]bool, readDir f
 		if err != nil || known[idOf(fi)] || !fi.ModTime().After(since) {
 			continue
 		}
-		file := openListed(dir, e.Name(), idOf(fi))
+		file, _ := openListed(dir, e.Name(), idOf(fi))
 		if file == nil {
 			continue
 		}
@@ -1162,7 +1194,8 @@ func (l *listings) openByID(dir string, id fileID) *os.File {
 	if !ok {
 		return nil
 	}
-	return openListed(dir, name, id)
+	file, _ := openListed(dir, name, id)
+	return file
 }
 
 // openByIno opens the regular file of dir whose inode is ino, on whichever device, or
@@ -1200,16 +1233,17 @@ func (l *listings) identities(dir string) map[fileID]string {
 }
 
 // openListed opens name in dir, which a listing found to be the regular file id, or
-// returns nil when it is not that file any more. O_NONBLOCK: a FIFO renamed over it
-// since the listing would wait for a writer, for ever.
-func openListed(dir, name string, id fileID) *os.File {
-	file, err := os.OpenFile(filepath.Join(dir, name), os.O_RDONLY|syscall.O_NONBLOCK, 0)
+// returns nil when it is not that file any more, or it could not be opened (err, which
+// a caller that must tell an archive it could not read says). O_NONBLOCK: a FIFO
+// renamed over it since the listing would wait for a writer, for ever.
+func openListed(dir, name string, id fileID) (file *os.File, err error) {
+	file, err = os.OpenFile(filepath.Join(dir, name), os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return nil
+		return nil, err
 	}
 	if fi, err := file.Stat(); err != nil || !fi.Mode().IsRegular() || idOf(fi) != id {
 		_ = file.Close()
-		return nil
+		return nil, nil
 	}
-	return file
+	return file, nil
 }

@@ -470,6 +470,7 @@ func TestAtLineStarts(t *testing.T) {
 	}
 	o := modes[1].options(path)
 	o.FromBeginning, o.MaxLineBytes, o.At = true, 200, new(Line)
+	clock := clocked(&o)
 	var mu sync.Mutex
 	starts := map[string]int64{}
 	var two Position
@@ -489,7 +490,7 @@ func TestAtLineStarts(t *testing.T) {
 	})
 	waitFor(t, "three lines", func() bool { mu.Lock(); defer mu.Unlock(); return len(starts) == 3 })
 	rename(t, path, path+".1") // its last line is handed on once the file is closed
-	waitFor(t, "the last line", func() bool { mu.Lock(); defer mu.Unlock(); return len(starts) == 4 })
+	waitRetired(t, f, clock, "the last line", func() bool { mu.Lock(); defer mu.Unlock(); return len(starts) == 4 })
 	f.Stop()
 	for _, line := range []string{"one", "two", "three", "four"} {
 		if want := int64(strings.Index(text, line)); starts[line] != want {
@@ -503,8 +504,8 @@ func TestAtLineStarts(t *testing.T) {
 
 	o.At, o.Resume = nil, []Position{two}
 	var again []string
-	start(t, o, func(_ string, line []byte) { mu.Lock(); defer mu.Unlock(); again = append(again, string(line)) })
-	waitFor(t, "the lines from two", func() bool { mu.Lock(); defer mu.Unlock(); return len(again) == 3 })
+	f = start(t, o, func(_ string, line []byte) { mu.Lock(); defer mu.Unlock(); again = append(again, string(line)) })
+	waitRetired(t, f, clock, "the lines from two", func() bool { mu.Lock(); defer mu.Unlock(); return len(again) == 3 })
 	if got := strings.Join(again, ","); got != "two,three,four" {
 		t.Errorf("resumed at line two, read %s, want two,three,four", got)
 	}

@@ -98,16 +98,18 @@ func TestRenameCreate(t *testing.T) {
 
 // startBlocked follows a new file holding lines 1..lines with a handler that blocks on
 // line blockAt, and returns once it is blocked there.
-func startBlocked(t *testing.T, m mode, blockAt, lines int) (string, *collector, *Follower) {
+func startBlocked(t *testing.T, m mode, blockAt, lines int) (string, *collector, *Follower, *ahead) {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "access.log")
 	w := create(t, p)
 	c := newCollector()
 	c.gate = newGate(blockAt)
-	f := start(t, m.options(p), c.handle)
+	o := m.options(p)
+	clock := clocked(&o)
+	f := start(t, o, c.handle)
 	writeLines(t, w, 1, lines)
 	c.gate.wait(t)
-	return p, c, f
+	return p, c, f, clock
 }
 
 // rotate renames the file at p to p.n, creates a new one holding lines from..to, and waits
@@ -125,14 +127,14 @@ func rotate(t *testing.T, f *Follower, p string, n, from, to int) {
 func TestRotationsWhileHandlerBlocked(t *testing.T) {
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
-			p, c, f := startBlocked(t, m, 50, 100)
+			p, c, f, clock := startBlocked(t, m, 50, 100)
 			rotate(t, f, p, 1, 101, 200)
 			rotate(t, f, p, 2, 201, 300)
 			if got := f.Stats().LinesRead; got != 50 {
 				t.Fatalf("%d lines read while the handler was blocked on line 50", got)
 			}
 			close(c.gate.release)
-			waitFor(t, "every line, rotated files closed", func() bool { return c.has(1, 300) && openUnder(f, p) == 1 })
+			waitRetired(t, f, clock, "every line, rotated files closed", func() bool { return c.has(1, 300) && openUnder(f, p) == 1 })
 			c.expectExactly(t, span{1, 300})
 		})
 	}
@@ -392,8 +394,7 @@ func TestTouchIsNoRewrite(t *testing.T) {
 				if err := os.Chtimes(p, later, later); err != nil {
 					t.Fatal(err)
 				}
-				turn := f.turns.Load()
-				waitFor(t, "a turn after the touch", func() bool { return f.turns.Load() > turn+1 })
+				waitTurns(t, f, 2, "a turn after the touch")
 			}
 			writeLines(t, w, 11, 11)
 			waitFor(t, "the line after", func() bool { return c.has(11, 11) })
@@ -436,7 +437,9 @@ func TestDeleteRecreate(t *testing.T) {
 			p := filepath.Join(t.TempDir(), "access.log")
 			w := create(t, p)
 			c := newCollector()
-			f := start(t, m.options(p), c.handle)
+			o := m.options(p)
+			clock := clocked(&o)
+			f := start(t, o, c.handle)
 			n := 0
 			for r := 0; r < 3; r++ {
 				writeLines(t, w, n+1, n+1000)
@@ -449,7 +452,7 @@ func TestDeleteRecreate(t *testing.T) {
 			}
 			writeLines(t, w, n+1, n+1000)
 			n += 1000
-			waitFor(t, "every line, deleted files closed", func() bool { return c.has(1, n) && openUnder(f, p) == 1 })
+			waitRetired(t, f, clock, "every line, deleted files closed", func() bool { return c.has(1, n) && openUnder(f, p) == 1 })
 			c.expectExactly(t, span{1, n})
 		})
 	}
@@ -472,7 +475,9 @@ func TestSymlinkRetarget(t *testing.T) {
 				t.Fatal(err)
 			}
 			c := newCollector()
-			f := start(t, m.options(p), c.handle)
+			o := m.options(p)
+			clock := clocked(&o)
+			f := start(t, o, c.handle)
 			writeLines(t, a, 1, 1000)
 			writeLines(t, b, 1001, 1100) // before the switch: read from its start
 			waitFor(t, "lines of the first target", func() bool { return c.has(1, 1000) })
@@ -482,7 +487,7 @@ func TestSymlinkRetarget(t *testing.T) {
 			rename(t, p+".tmp", p) // atomic retarget, as ln -sfn does it
 			writeLines(t, a, 1101, 1200)
 			writeLines(t, b, 1201, 2000)
-			waitFor(t, "every line, old target closed", func() bool { return c.has(1, 2000) && openUnder(f, p) == 1 })
+			waitRetired(t, f, clock, "every line, old target closed", func() bool { return c.has(1, 2000) && openUnder(f, p) == 1 })
 			c.expectExactly(t, span{1, 2000})
 		})
 	}
@@ -602,14 +607,14 @@ func TestStartRotateStop(t *testing.T) {
 func TestSlowConsumer(t *testing.T) {
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
-			p, c, f := startBlocked(t, m, 1, 1000)
+			p, c, f, clock := startBlocked(t, m, 1, 1000)
 			rotate(t, f, p, 1, 1001, 1500)
 			want := 1500 * lineLen // blocked in line 1: nothing handed on yet
 			if s := f.Stats(); s.Files[0].BytesBehind != want {
 				t.Errorf("bytes behind %d, want %d", s.Files[0].BytesBehind, want)
 			}
 			close(c.gate.release)
-			waitFor(t, "every line, nothing behind", func() bool {
+			waitRetired(t, f, clock, "every line, nothing behind", func() bool {
 				s := f.Stats()
 				return c.has(1, 1500) && s.Files[0].BytesBehind == 0 && openUnder(f, s.Files[0].Path) == 1
 			})
@@ -637,8 +642,7 @@ func TestRotationGrace(t *testing.T) {
 	// after the move, so that the rotated file was judged at the new time.
 	sync := func(advance time.Duration) {
 		clock.Add(advance)
-		turn := f.turns.Load()
-		waitFor(t, "a full turn of the reader", func() bool { return f.turns.Load() >= turn+2 })
+		waitTurns(t, f, 2, "a full turn of the reader")
 	}
 	sync(59 * time.Minute)
 	writeLines(t, old, 11, 20) // the late writer
@@ -729,11 +733,10 @@ func TestCopyTruncateGlob(t *testing.T) {
 				c := create(t, log+".1")
 				waitFollowed(t, f, c)
 				for _, part := range [][]byte{data[:10], data[10:2000], data[2000:]} {
-					turns := f.turns.Load()
 					if _, err := c.Write(part); err != nil {
 						t.Fatal(err)
 					}
-					waitFor(t, "a turn of the reader", func() bool { return f.turns.Load() > turns+1 })
+					waitTurns(t, f, 2, "a turn of the reader")
 				}
 				if err := os.Truncate(log, 0); err != nil {
 					t.Fatal(err)
@@ -794,8 +797,7 @@ func TestCopyTruncateGlob(t *testing.T) {
 				tc.rotate(t, f, log, w)
 				writeLines(t, w, 102, 150)
 				waitFor(t, "the lines after the rotation", func() bool { return c.has(102, 150) })
-				turns := f.turns.Load()
-				waitFor(t, "two more turns of the reader", func() bool { return f.turns.Load() > turns+2 })
+				waitTurns(t, f, 3, "two more turns of the reader")
 				c.expectExactly(t, span{1, 150})
 			})
 		}
@@ -830,14 +832,14 @@ func (l *blueGreen) retarget(t *testing.T, to *os.File) {
 
 // away writes lines 1-100 to blue and, the link retargeted to green, lines 101-200 to
 // green, and waits for each in c, the second until closed tells that blue was closed
-// after the grace too.
-func (l *blueGreen) away(t *testing.T, c *collector, closed func() bool) {
+// after the grace too, which f's clock passes.
+func (l *blueGreen) away(t *testing.T, c *collector, f *Follower, clock *ahead, closed func() bool) {
 	t.Helper()
 	writeLines(t, l.blue, 1, 100)
 	waitFor(t, "the lines of the first target", func() bool { return c.has(1, 100) })
 	l.retarget(t, l.green)
 	writeLines(t, l.green, 101, 200)
-	waitFor(t, "the second target's lines, the first closed", func() bool { return c.has(101, 200) && closed() })
+	waitRetired(t, f, clock, "the second target's lines, the first closed", func() bool { return c.has(101, 200) && closed() })
 }
 
 // back writes lines 201-300 to blue, the link's target again, and waits for them in c
@@ -846,8 +848,7 @@ func (l *blueGreen) back(t *testing.T, f *Follower, c *collector) {
 	t.Helper()
 	writeLines(t, l.blue, 201, 300)
 	waitFor(t, "the lines written to the first target again", func() bool { return c.has(201, 300) })
-	turns := f.turns.Load()
-	waitFor(t, "two more turns of the reader", func() bool { return f.turns.Load() > turns+2 })
+	waitTurns(t, f, 3, "two more turns of the reader")
 }
 
 // TestSymlinkRetargetedBack: a symlink retargeted to another file, and back once the
@@ -859,9 +860,10 @@ func TestSymlinkRetargetedBack(t *testing.T) {
 			l := newBlueGreen(t)
 			o := m.options(l.link)
 			o.FromBeginning = true
+			clock := clocked(&o)
 			c := newCollector()
 			f := start(t, o, c.handle)
-			l.away(t, c, func() bool {
+			l.away(t, c, f, clock, func() bool {
 				f.mu.Lock()
 				defer f.mu.Unlock()
 				return len(f.files) == 1
@@ -887,9 +889,10 @@ func TestSymlinkRetargetedBackAfterRestart(t *testing.T) {
 			l := newBlueGreen(t)
 			o := modes[1].options(l.link)
 			o.FromBeginning = true
+			clock := clocked(&o)
 			first := newCollector()
 			f := start(t, o, first.handle)
-			l.away(t, first, func() bool { return len(f.Left()) == 1 })
+			l.away(t, first, f, clock, func() bool { return len(f.Left()) == 1 })
 			f.Stop()
 			first.expectExactly(t, span{1, 200})
 
@@ -1107,13 +1110,11 @@ func TestNewFileBeginningAsAnother(t *testing.T) {
 				other := create(t, filepath.Join(dir, tc.other))
 				writeLines(t, other, 1, 1) // as the first file began
 				waitFollowed(t, f, other)
-				turns := f.turns.Load()
-				waitFor(t, "two turns of the reader", func() bool { return f.turns.Load() > turns+2 })
+				waitTurns(t, f, 3, "two turns of the reader")
 				clock.Add(2 * time.Minute)
 				writeLines(t, w, 102, 110)
 				waitFor(t, "the first file's later lines", func() bool { return c.has(102, 110) })
-				turns = f.turns.Load()
-				waitFor(t, "two turns of the reader", func() bool { return f.turns.Load() > turns+2 })
+				waitTurns(t, f, 3, "two turns of the reader")
 				writeLines(t, other, 111, 120)
 				waitFor(t, "the other file's later lines", func() bool { return c.has(111, 120) })
 				c.mu.Lock()

@@ -90,7 +90,9 @@ func inotifyExhausted(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "access.log")
 	w := create(t, p)
 	c := newCollector()
-	f := start(t, modes[0].options(p), c.handle) // asks for inotify
+	o := modes[0].options(p) // asks for inotify
+	clock := clocked(&o)
+	f := start(t, o, c.handle)
 	if s := f.Stats(); !s.Polling || s.Errors != 1 {
 		t.Fatalf("stats %+v: want polling and the inotify failure counted", s)
 	}
@@ -99,7 +101,7 @@ func inotifyExhausted(t *testing.T) {
 	rename(t, p, p+".1")
 	w = create(t, p)
 	writeLines(t, w, 1001, 2000)
-	waitFor(t, "every line, rotated file closed", func() bool { return c.has(1, 2000) && openUnder(f, p) == 1 })
+	waitRetired(t, f, clock, "every line, rotated file closed", func() bool { return c.has(1, 2000) && openUnder(f, p) == 1 })
 	c.expectExactly(t, span{1, 2000})
 }
 
