@@ -14,6 +14,7 @@ import (
 
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/config/logformat"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/race"
 )
 
 // autoRules read every candidate of auto: a rule over status (which every format has,
@@ -188,10 +189,16 @@ func TestDetectDifferential(t *testing.T) {
 	}
 	s := p.NewSession().s
 	r := rand.New(rand.NewPCG(1, 2))
+	// The samples are one goroutine's: the race detector is given a few, and .ci/run runs
+	// them all without it.
+	samples := 200
+	if race.Enabled {
+		samples = 40
+	}
 	ties := 0
 	for k, f := range cands {
 		t.Run(f.Describe(), func(t *testing.T) {
-			for range 200 {
+			for range samples {
 				var lines [][]byte
 				for range 1 + r.IntN(MaxHeld) {
 					from := f

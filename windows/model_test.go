@@ -111,20 +111,35 @@ type agg struct {
 	max, min    float64
 }
 
-// span aggregates the events from second from to second to that wheel w holds.
-func (m *model) span(w *wheel, from, to int64) agg {
-	a := agg{max: math.Inf(-1), min: math.Inf(1)}
+// span is the seconds from through to.
+type span struct{ from, to int64 }
+
+// spans aggregates, for each of the four spans a read checks of a window, the events in it
+// that wheel w holds: one pass over the events for all four.
+func (m *model) spans(w *wheel, ss [4]span) [4]agg {
+	var as [4]agg
+	lo, hi := ss[0].from, ss[0].to
+	for i := range ss {
+		as[i] = agg{max: math.Inf(-1), min: math.Inf(1)}
+		lo, hi = min(lo, ss[i].from), max(hi, ss[i].to)
+	}
 	for _, e := range m.events {
-		if e.at < from || e.at > to || !e.held(w) {
+		if e.at < lo || e.at > hi || !e.held(w) {
 			continue
 		}
-		a.sum += e.v
-		a.abs += math.Abs(e.v)
-		a.n++
-		a.max = max(a.max, e.v)
-		a.min = min(a.min, e.v)
+		for i, s := range ss {
+			if e.at < s.from || e.at > s.to {
+				continue
+			}
+			a := &as[i]
+			a.sum += e.v
+			a.abs += math.Abs(e.v)
+			a.n++
+			a.max = max(a.max, e.v)
+			a.min = min(a.min, e.v)
+		}
 	}
-	return a
+	return as
 }
 
 // servingStep is the slot width the package documentation promises for a window.
@@ -168,7 +183,12 @@ func (m *model) check(l *Layout, got []Stats, now, since int64) error {
 		step := servingStep(sec)
 		w := servedBy(l.wheels, i)
 		edge := floorDiv(lo, step) * step
-		exact := m.span(w, lo, e)
+		newest := e
+		if step > 1 {
+			newest = s
+		}
+		as := m.spans(w, [4]span{{lo, e}, {edge, edge + step - 1}, {edge + step, e}, {edge, newest}})
+		exact, edgeSlot, inside, ext := as[0], as[1], as[2], as[3]
 		wantEvents := func(a agg) float64 {
 			if l.events != 0 {
 				return a.n
@@ -180,23 +200,17 @@ func (m *model) check(l *Layout, got []Stats, now, since int64) error {
 				return fmt.Errorf("window %v at %d: sum %v events %v, naive %v %v", wins[i], s, g.Sum, g.Events, exact.sum, wantEvents(exact))
 			}
 		} else {
-			edgeSlot := m.span(w, edge, edge+step-1)
 			if !within(g.Sum, exact.sum, edgeSlot.abs) || !within(g.Events, wantEvents(exact), wantEvents(edgeSlot)) {
 				return fmt.Errorf("window %v at %d: sum %v events %v, naive %v %v, edge slot %+v beyond bound",
 					wins[i], s, g.Sum, g.Events, exact.sum, wantEvents(exact), edgeSlot)
 			}
 			part := float64(edge+step-lo) / float64(step)
-			inside := m.span(w, edge+step, e)
 			if !near(g.Sum, inside.sum+part*edgeSlot.sum) || !near(g.Events, wantEvents(inside)+part*wantEvents(edgeSlot)) {
 				return fmt.Errorf("window %v at %d: sum %v events %v, want %v+%v*%v", wins[i], s, g.Sum, g.Events, inside.sum, part, edgeSlot.sum)
 			}
 		}
 		wantMax, wantMin := math.NaN(), math.NaN()
-		newest := e
-		if step > 1 {
-			newest = s
-		}
-		if ext := m.span(w, edge, newest); l.extrema != 0 && ext.n > 0 {
+		if l.extrema != 0 && ext.n > 0 {
 			wantMax, wantMin = ext.max, ext.min
 		}
 		if !same(g.Max, wantMax) || !same(g.Min, wantMin) {
@@ -265,10 +279,11 @@ func replay(l *Layout, since int64, ops []op) error {
 	return nil
 }
 
+// last is the newest event second placed since the series started (over), which newest
+// keeps as the events are placed.
 func (m *model) last() int64 {
-	last := int64(math.MinInt64)
-	for _, e := range m.events {
-		last = max(last, e.at)
+	if len(m.events) == 0 {
+		return math.MinInt64
 	}
-	return last
+	return m.newest
 }

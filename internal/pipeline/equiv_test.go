@@ -26,6 +26,7 @@ import (
 	"github.com/logwindow/logwindow_exporter/internal/storage"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/await"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/nginxlog"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/race"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/syncbuf"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/testclock"
 )
@@ -858,6 +859,12 @@ func TestReadingsAgree(t *testing.T) {
 			})
 		}
 		for seed := range wrap.seeds {
+			if seed > 0 && race.Enabled {
+				// The seeds draw more scenarios of the same episodes, which run the same
+				// goroutines: under the detector each way of reading runs its first seed,
+				// and .ci/run runs every seed without it.
+				break
+			}
 			t.Run(fmt.Sprintf("%s, seed %d", wrap.name, seed), func(t *testing.T) {
 				r := newRun(t, seed)
 				r.write(r.rng.IntN(300), false)
