@@ -263,7 +263,7 @@ func settleWebConfig(path string, now func() time.Time, sleep func(time.Duration
 			return // refused by CheckWebConfig, unread
 		}
 		at := now()
-		stamps, named, read, text := stampWebConfig(path, os.ReadFile)
+		stamps, named, read, text := stampWebConfig(path, readWebFiles(path))
 		if named == nil || !unchanged(stamps) {
 			read = nil
 		}
@@ -324,6 +324,14 @@ func CheckWebConfig(path string, logger *slog.Logger) error {
 func checkWebConfig(path string, logger *slog.Logger) error {
 	if err := checkWebConfigFile(path); err != nil {
 		return err
+	}
+	// exporter-toolkit's check and set-up read the files the web config names whole, by
+	// their paths: refused here, they are not read there (but for one put in place
+	// between the two: the toolkit offers no way to hand it the files read).
+	if c, _, err := readWebConfig(path); err == nil {
+		if err := checkTLSFiles(&c.TLSConfig); err != nil {
+			return err
+		}
 	}
 	if err := web.Validate(path); err != nil {
 		// The toolkit's error of a password that is no bcrypt hash names neither the key
@@ -398,7 +406,7 @@ func checkTLSConfig(c *web.TLSConfig, now time.Time, logger *slog.Logger) error 
 	if err := checkClientCAs(c); err != nil {
 		return err
 	}
-	config, err := web.ConfigToTLSConfig(c)
+	config, err := tlsConfigOf(*c, readTLSFile)
 	if err != nil {
 		return err
 	}
@@ -433,7 +441,7 @@ func checkTLSConfig(c *web.TLSConfig, now time.Time, logger *slog.Logger) error 
 func checkClientCAs(c *web.TLSConfig) error {
 	cas, what := []byte(c.ClientCAsText), "client_ca"
 	if c.ClientCAs != "" {
-		text, err := os.ReadFile(c.ClientCAs)
+		text, err := readTLSFile(c.ClientCAs)
 		if err != nil {
 			return fmt.Errorf("client_ca_file: %w", err)
 		}
@@ -464,6 +472,41 @@ func webConfigFileError(path string, info os.FileInfo) error {
 	}
 	if info.Size() > maxWebConfigBytes {
 		return fmt.Errorf("the web config %s holds %d bytes, past the %d a web config may hold: it is read and parsed whole for every request; put certificates and CAs in files (cert_file, key_file, client_ca_file)", path, info.Size(), maxWebConfigBytes)
+	}
+	return nil
+}
+
+// maxTLSFileBytes is the size of the largest certificate, key or client CA file the web
+// config names that is read, as of a Kubernetes Secret (at most 1 MiB); the Mozilla
+// bundle of every public CA is some 200 KiB. exporter-toolkit would read a file of any size
+// whole (one over 1 MiB and no longer than it, at every handshake after a change), and
+// a FIFO or device without end.
+const maxTLSFileBytes = 1 << 20
+
+// tlsFileError is why a certificate, key or client CA file at path, which the web config
+// names, of info, is not read: it is no regular file, or it holds more than
+// maxTLSFileBytes. nil if it may be read.
+func tlsFileError(path string, info os.FileInfo) error {
+	if !info.Mode().IsRegular() {
+		return fmt.Errorf("the file %s is not a regular file (%s): it is read at the start and again once it changed, and a FIFO or device would hold the handshakes; give a file", path, info.Mode().Type())
+	}
+	if info.Size() > maxTLSFileBytes {
+		return fmt.Errorf("the file %s holds %d bytes, past the %d a certificate, key or client CA file may hold", path, info.Size(), maxTLSFileBytes)
+	}
+	return nil
+}
+
+// checkTLSFiles is tlsFileError of each file c names as it is now, with its key.
+func checkTLSFiles(c *web.TLSConfig) error {
+	for _, f := range [...]struct{ key, path string }{{"cert_file", c.TLSCertPath}, {"key_file", c.TLSKeyPath}, {"client_ca_file", c.ClientCAs}} {
+		if f.path == "" {
+			continue
+		}
+		if info, err := os.Stat(f.path); err == nil {
+			if err := tlsFileError(f.path, info); err != nil {
+				return fmt.Errorf("tls_server_config: %s: %w", f.key, err)
+			}
+		}
 	}
 	return nil
 }

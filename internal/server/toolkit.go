@@ -95,7 +95,16 @@ func setUpToolkit(addr net.Addr, h http.Handler, flags *web.FlagConfig, configEr
 	_, h2 := scratch.TLSNextProto["h2"]
 	t.http2 = scratch.TLSNextProto == nil || h2
 	t.tls = scratch.TLSConfig.Clone()
-	t.configs = newTLSConfigs(*flags.WebConfigFile, scratch.TLSConfig.GetConfigForClient, configErrors.now, configErrors)
+	// The toolkit's own GetConfigForClient would read the web config and its files again
+	// by their paths, whole, whatever replaced them since they were looked at.
+	protos := []string{"http/1.1"}
+	if t.http2 {
+		protos = []string{"h2", "http/1.1"}
+	}
+	path := *flags.WebConfigFile
+	t.configs = newTLSConfigs(path, func(*tls.ClientHelloInfo) (*tls.Config, error) {
+		return loadTLSConfig(path, readWebFiles(path), protos)
+	}, configErrors.now, configErrors)
 	t.configs.holdToStart(t.read.text)
 	t.tls.GetConfigForClient = t.configs.get
 	return t, nil
@@ -209,7 +218,8 @@ type tlsConfigs struct {
 	load   func(*tls.ClientHelloInfo) (*tls.Config, error)
 	now    func() time.Time
 	errors *webConfigErrors
-	// readFile reads the web config for its files' names (os.ReadFile).
+	// readFile reads the web config for its files' names, and those files
+	// (readWebFiles).
 	readFile func(string) ([]byte, error)
 
 	mu sync.Mutex
@@ -230,7 +240,75 @@ type tlsConfigs struct {
 }
 
 func newTLSConfigs(path string, load func(*tls.ClientHelloInfo) (*tls.Config, error), now func() time.Time, errors *webConfigErrors) *tlsConfigs {
-	return &tlsConfigs{path: path, load: load, now: now, errors: errors, readFile: os.ReadFile}
+	return &tlsConfigs{path: path, load: load, now: now, errors: errors, readFile: readWebFiles(path)}
+}
+
+// readWebFiles reads the web config at webConfig (readWebConfigFile) or a file it names
+// (readTLSFile), by its path.
+func readWebFiles(webConfig string) func(string) ([]byte, error) {
+	return func(path string) ([]byte, error) {
+		if path == webConfig {
+			return readWebConfigFile(path)
+		}
+		return readTLSFile(path)
+	}
+}
+
+// loadTLSConfig is what exporter-toolkit's GetConfigForClient makes of the web config at
+// path, with the protocols nextProtos, but every file read by readFile, once: the toolkit
+// reads each by its path with no limit on its size or kind.
+func loadTLSConfig(path string, readFile func(string) ([]byte, error), nextProtos []string) (*tls.Config, error) {
+	text, err := readFile(path)
+	if err != nil {
+		return nil, err
+	}
+	c := defaultWebConfig()
+	if err := yaml.UnmarshalStrict(text, c); err != nil {
+		return nil, err
+	}
+	c.TLSConfig.SetDirectory(filepath.Dir(path))
+	config, err := tlsConfigOf(c.TLSConfig, readFile)
+	if err != nil {
+		return nil, err
+	}
+	config.NextProtos = nextProtos
+	return config, nil
+}
+
+// tlsConfigOf is web.ConfigToTLSConfig of c with the files it names read by readFile and
+// given to it inline (as cert, key and client_ca), where it would read them itself, whole.
+func tlsConfigOf(c web.TLSConfig, readFile func(string) ([]byte, error)) (*tls.Config, error) {
+	for _, f := range []struct {
+		key        string
+		path, text *string
+	}{
+		{"cert_file", &c.TLSCertPath, &c.TLSCert},
+		{"key_file", &c.TLSKeyPath, (*string)(&c.TLSKey)},
+		{"client_ca_file", &c.ClientCAs, &c.ClientCAsText},
+	} {
+		if *f.path == "" {
+			continue
+		}
+		data, err := readFile(*f.path)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f.key, err)
+		}
+		if len(data) == 0 {
+			return nil, fmt.Errorf("%s %s is empty", f.key, *f.path)
+		}
+		*f.path, *f.text = "", string(data)
+	}
+	config, err := web.ConfigToTLSConfig(&c)
+	if err != nil {
+		return nil, err
+	}
+	// The toolkit's GetCertificate parses the pair again for every handshake.
+	cert, err := config.GetCertificate(nil)
+	if err != nil {
+		return nil, err
+	}
+	config.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return cert, nil }
+	return config, nil
 }
 
 // holdToStart loads the config of the files as the start validated them, a moment
@@ -302,18 +380,6 @@ func (c *tlsConfigs) currentLocked(hello *tls.ClientHelloInfo) (*tls.Config, err
 	}
 	if err != nil {
 		return nil, err
-	}
-	// The toolkit's config reads the certificate and key again for each handshake too,
-	// after it loaded: what fails then is the files' failure as well.
-	if config.GetCertificate != nil {
-		load := onceCertificate(config.GetCertificate)
-		config.GetCertificate = func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
-			cert, err := load(hello)
-			if err != nil {
-				return nil, c.refuse(err)
-			}
-			return cert, nil
-		}
 	}
 	checkAllowedSANs(config)
 	if whole && settled(stamps, at) {
@@ -575,26 +641,6 @@ func checkAllowedSANs(config *tls.Config) {
 			return next(cs)
 		}
 		return nil
-	}
-}
-
-// onceCertificate is load, loading once: the certificate of a config tlsConfigs keeps,
-// which it no longer gives once the files changed. An error is not kept.
-func onceCertificate(load func(*tls.ClientHelloInfo) (*tls.Certificate, error)) func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
-	var mu sync.Mutex
-	var cert *tls.Certificate
-	return func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if cert != nil {
-			return cert, nil
-		}
-		c, err := load(hello)
-		if err != nil {
-			return nil, err
-		}
-		cert = c
-		return cert, nil
 	}
 }
 

@@ -991,11 +991,13 @@ func TestTLSHandshakeRefusedForWebConfigLoggedOnce(t *testing.T) {
 	}
 }
 
-// TestTLSCertificateLoadFailureCounted: exporter-toolkit reads the certificate and key
-// again as the handshake asks for the certificate, after its config loaded: a key renewed
-// between the two failed the handshake as a client's failure, uncounted. It is refused
-// as the web config's, counted and logged as the config's failures are.
-func TestTLSCertificateLoadFailureCounted(t *testing.T) {
+// TestTLSCertificateReadOnce: exporter-toolkit reads the certificate and key again as
+// each handshake asks for the certificate, after its config loaded: a key renewed between
+// the two failed the handshake as a client's failure, uncounted. The pair is now read
+// once, as the config loads (tlsConfigOf): the config serves the pair it read, and the
+// next handshake loads the files as they are, a key of another certificate refused as
+// the web config's, counted.
+func TestTLSCertificateReadOnce(t *testing.T) {
 	f := newTLSFiles(t, "", "")
 	logger := slog.New(slog.DiscardHandler)
 	configErrors := newWebConfigErrors(f.webConfig, logger, time.Now)
@@ -1010,9 +1012,11 @@ func TestTLSCertificateLoadFailureCounted(t *testing.T) {
 	}
 	_, key := newCert(t, "other", 0)
 	f.write(t, "key.pem", key)
-	_, err = config.GetCertificate(&tls.ClientHelloInfo{})
-	if !errors.As(err, new(webConfigRefusal)) {
-		t.Errorf("GetCertificate with a key of another certificate: %v; want a refusal of the web config's", err)
+	if _, err := config.GetCertificate(&tls.ClientHelloInfo{}); err != nil {
+		t.Errorf("GetCertificate of the config loaded before the key was renewed: %v; want the pair it read", err)
+	}
+	if _, err := tk.configs.get(&tls.ClientHelloInfo{}); !errors.As(err, new(webConfigRefusal)) {
+		t.Errorf("a handshake with a key of another certificate: %v; want a refusal of the web config's", err)
 	}
 	if got := testutil.ToFloat64(configErrors); got != 1 {
 		t.Errorf("logwindow_web_config_errors_total %v; want 1", got)

@@ -476,13 +476,32 @@ func readWebConfig(path string) (config *web.Config, text []byte, err error) {
 }
 
 // readWebConfigFile reads the web config at path, refusing what webConfigFileError
-// refuses, looked at before it is opened (opening a FIFO waits for its writer) and
-// after, and a file that grew past maxWebConfigBytes as it was read.
+// refuses (readLimited).
 func readWebConfigFile(path string) ([]byte, error) {
-	if err := checkWebConfigFile(path); err != nil {
-		return nil, err
+	return readLimited(path, maxWebConfigBytes, func(info os.FileInfo) error { return webConfigFileError(path, info) },
+		fmt.Errorf("the web config %s grew past the %d bytes a web config may hold as it was read", path, maxWebConfigBytes))
+}
+
+// readTLSFile reads a certificate, key or client CA file the web config names, refusing
+// what tlsFileError refuses (readLimited).
+func readTLSFile(path string) ([]byte, error) {
+	return readLimited(path, maxTLSFileBytes, func(info os.FileInfo) error { return tlsFileError(path, info) },
+		fmt.Errorf("the file %s grew past the %d bytes a certificate, key or client CA file may hold as it was read", path, maxTLSFileBytes))
+}
+
+// readLimited reads the file at path, which refuse, given its stat, refuses before it is
+// opened and again as it was opened: the file opened is the one read, whatever replaced
+// the path meanwhile (a link swapped to a FIFO or a device, a larger file), and opening a
+// FIFO does not wait for its writer. A file that holds more than limit bytes as it is read
+// (one grown since its stat) is refused with grew.
+func readLimited(path string, limit int64, refuse func(os.FileInfo) error, grew error) ([]byte, error) {
+	// Looked at before it is opened too: opening a device may do more than reading it.
+	if info, err := os.Stat(path); err == nil {
+		if err := refuse(info); err != nil {
+			return nil, err
+		}
 	}
-	f, err := os.Open(path)
+	f, err := openNoWait(path)
 	if err != nil {
 		return nil, err
 	}
@@ -491,12 +510,12 @@ func readWebConfigFile(path string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := webConfigFileError(path, info); err != nil {
+	if err := refuse(info); err != nil {
 		return nil, err
 	}
-	text, err := io.ReadAll(io.LimitReader(f, maxWebConfigBytes+1))
-	if err == nil && len(text) > maxWebConfigBytes {
-		err = fmt.Errorf("the web config %s grew past the %d bytes a web config may hold as it was read", path, maxWebConfigBytes)
+	text, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err == nil && int64(len(text)) > limit {
+		return nil, grew
 	}
 	return text, err
 }

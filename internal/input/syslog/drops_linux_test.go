@@ -2,11 +2,19 @@ package syslog
 
 import (
 	"errors"
+	"fmt"
 	"net"
+	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 
+	"github.com/logwindow/logwindow_exporter/internal/input"
+	"github.com/logwindow/logwindow_exporter/internal/selfmetric"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/await"
 )
 
@@ -63,6 +71,99 @@ func TestKernelDropCount(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestKernelDropsShownWithTheirDatagram: the kernel's count of the datagrams it dropped
+// comes with the next datagram it queues, and a look at the counters (a scrape) that
+// shows that datagram received shows those drops: it counted the datagram received
+// before the drops it told of, and a scrape in between read a burst's datagrams
+// received and no drop, which the next scrape put before them. A burst arrives while
+// the listener's reader is held, its UDP socket's buffer small; then a datagram queued
+// once the reader took the burst's, which tells of the drops, is looked at as it is
+// counted received (Options.received).
+func TestKernelDropsShownWithTheirDatagram(t *testing.T) {
+	const burst = 2000
+	entered, release := make(chan struct{}), make(chan struct{})
+	var mu sync.Mutex
+	var looks [][]input.Counter // Arrivals as each datagram after the first was counted
+	var listener atomic.Pointer[Listener]
+	first := true // the reader's alone
+	l := listen(t, Options{Network: "udp", Addr: "127.0.0.1:0", received: func() {
+		if first {
+			first = false
+			close(entered)
+			<-release
+			return
+		}
+		look := listener.Load().Arrivals()
+		mu.Lock()
+		looks = append(looks, look)
+		mu.Unlock()
+	}}, func(string, []byte) {})
+	listener.Store(l)
+	setReceiveBuffer(t, l.conn, 4096)
+	addr := l.conn.LocalAddr()
+	sendNonBlocking(t, addr, 1)
+	if _, ok := await.Receive(t, entered); !ok {
+		t.Fatal("the first datagram was never received")
+	}
+	failed := sendNonBlocking(t, addr, burst)
+	close(release)
+	seen := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(looks)
+	}
+	// Every datagram of the burst is read, dropped by the kernel, or failed to send.
+	port := addr.(*net.UDPAddr).Port
+	if !await.Until(t, func() bool { return seen()+int(kernelDrops(t, port))+failed == burst }) {
+		t.Fatalf("of %d datagrams sent, %d read, %d dropped by the kernel, %d failed", burst, seen(), kernelDrops(t, port), failed)
+	}
+	burstRead := seen()
+	drops := kernelDrops(t, port)
+	if drops == 0 {
+		t.Fatalf("the kernel dropped none of %d datagrams (%d read, %d failed): nothing to show", burst, burstRead, failed)
+	}
+	if sendNonBlocking(t, addr, 1) != 0 {
+		t.Fatal("the datagram after the burst failed to send")
+	}
+	if !await.Until(t, func() bool { return seen() == burstRead+1 }) {
+		t.Fatal("the datagram after the burst was never received")
+	}
+	l.Stop()
+	mu.Lock()
+	last := looks[len(looks)-1]
+	mu.Unlock()
+	got := map[string]uint64{}
+	for _, c := range last {
+		got[c.Name+c.LabelValue] = c.Value
+	}
+	if got[selfmetric.InputDatagrams.Name] != uint64(burstRead+2) || got[selfmetric.InputDroppedDatagrams.Name+"receive_buffer"] != drops {
+		t.Errorf("a look as the datagram after the burst was counted received: %d received, %d dropped by the kernel; want %d and the %d drops it told of",
+			got[selfmetric.InputDatagrams.Name], got[selfmetric.InputDroppedDatagrams.Name+"receive_buffer"], burstRead+2, drops)
+	}
+}
+
+// kernelDrops is the kernel's count of the datagrams the UDP socket of 127.0.0.1:port
+// dropped (/proc/net/udp's drops).
+func kernelDrops(t *testing.T, port int) uint64 {
+	t.Helper()
+	table, err := os.ReadFile("/proc/net/udp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := fmt.Sprintf("0100007F:%04X", port)
+	for _, line := range strings.Split(string(table), "\n") {
+		if f := strings.Fields(line); len(f) > 2 && f[1] == local {
+			n, err := strconv.ParseUint(f[len(f)-1], 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("no UDP socket of 127.0.0.1:%d in /proc/net/udp", port)
+	return 0
 }
 
 func setReceiveBuffer(t *testing.T, c net.PacketConn, n int) {

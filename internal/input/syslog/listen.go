@@ -91,6 +91,9 @@ type Options struct {
 	// holds lines for the ones after them lets them go there, as a follower's Closed lets
 	// those of a file.
 	Stopped func()
+	// received, when set (tests), is called by a socket's reading goroutine once it
+	// counted a datagram received, before the datagram is queued or dropped.
+	received func()
 }
 
 // defaultQuietInterval is Options.QuietInterval's default, the followers' poll interval.
@@ -292,10 +295,14 @@ func (l *Listener) read(c net.PacketConn) {
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
-		l.received.Add(1)
+		// The kernel's drops the datagram tells of are counted before it is (Arrivals).
 		if d, ok := dropCount(oob[:oobn]); ok && d > drops {
 			l.droppedKernel.Add(d - drops)
 			drops = d
+		}
+		l.received.Add(1)
+		if l.opts.received != nil {
+			l.opts.received()
 		}
 		if n > l.opts.MaxLineBytes || flags&syscall.MSG_TRUNC != 0 {
 			l.tooLong.Add(1)
@@ -449,13 +456,17 @@ func (l *Listener) Stats() input.Stats {
 
 // Arrivals returns the counters of the datagrams received and of those dropped before
 // they became lines (input.Arrivals): datagrams received, dropped by the kernel, dropped
-// at the queue. The dropped ones are loaded first: a datagram is received before the
+// at the queue. The queue's drops are loaded first: a datagram is received before the
 // queue drops it. Those the kernel dropped were never received: the count of them comes
-// with a datagram received after them.
+// with a datagram received after them, and is added before that one is counted received
+// and loaded after it, so that a look that shows the datagram shows the drops it told of
+// (else a scrape in between read no drops for datagrams the next one puts drops before).
 func (l *Listener) Arrivals() []input.Counter {
-	kernel, queue := l.droppedKernel.Load(), l.droppedQueue.Load()
+	queue := l.droppedQueue.Load()
+	received := l.received.Load()
+	kernel := l.droppedKernel.Load()
 	return []input.Counter{
-		selfmetric.InputDatagrams.Count(l.received.Load()),
+		selfmetric.InputDatagrams.Count(received),
 		selfmetric.InputDroppedDatagrams.Count(kernel, "receive_buffer"),
 		selfmetric.InputDroppedDatagrams.Count(queue, "queue"),
 	}
