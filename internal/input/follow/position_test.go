@@ -219,8 +219,7 @@ func TestResume(t *testing.T) {
 			o := modes[1].options(log)
 			before := 100 // written before the first follower starts
 			if tc.rotatedAtCut {
-				before = 90
-				o.RotationGrace = time.Minute // still read at the cut
+				before = 90 // the file rotated is still read at the cut: options' grace
 			}
 			writeLines(t, w, 1, before)
 			if tc.glob {
