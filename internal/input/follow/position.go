@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/cespare/xxhash/v2"
+	"github.com/klauspost/compress/zstd"
 	"github.com/logwindow/logwindow_exporter/config"
 )
 
@@ -707,7 +708,7 @@ func (f *Follower) archiveDir(dirs *listings, path string, r *resume) string {
 	}
 	// unread: the archives named as rotated from the log, in a directory within, that
 	// cannot be read (xz; a zstd frame asking for a window past archiveWindow, an archive
-	// cut off, unreadable or not of its name's compressor), with why: one may be the
+	// cut off, unreadable or not compressed at all), with why: one may be the
 	// position's file's, which nothing else tells.
 	type unreadable struct {
 		path string
@@ -793,7 +794,7 @@ const archiveHeadIn = 1 << 20
 // with the bytes that the file of one of ps had at its position (Position.Head), and
 // closes it. Only those are decompressed, from at most archiveHeadIn bytes of it. err
 // says why it could not tell, the archive read short of those bytes otherwise than by
-// its end: not of its compressor, cut off, a zstd frame asking for a window past
+// its end: not compressed at all, cut off, a zstd frame asking for a window past
 // archiveWindow, more than archiveHeadIn bytes before them, a read failing.
 func archiveOf(file *os.File, ps []Position) (bool, error) {
 	defer file.Close()
@@ -808,6 +809,10 @@ func archiveOf(file *os.File, ps []Position) (bool, error) {
 	switch {
 	case n == headLen:
 		err = nil
+	case errors.Is(err, zstd.ErrWindowSizeExceeded) || errors.Is(err, zstd.ErrDecoderSizeExceeded):
+		// Its decoder's words for a frame in one segment, whose window is its whole
+		// content, tell of a size decompressed: nothing so large was.
+		err = fmt.Errorf("a zstd window past %d MiB: %w", archiveWindow>>20, err)
 	case in.N == 0:
 		// Its decompressor may end cleanly where the bound cut it, between two members.
 		err = fmt.Errorf("fewer than %d bytes decompressed from its first %d", headLen, archiveHeadIn)
