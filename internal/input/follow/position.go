@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -1238,11 +1239,15 @@ func (l *listings) identities(dir string) map[fileID]string {
 }
 
 // openListed opens name in dir, which a listing found to be the regular file id, or
-// returns nil when it is not that file any more, or it could not be opened (err, which
-// a caller that must tell an archive it could not read says). O_NONBLOCK: a FIFO
-// renamed over it since the listing would wait for a writer, for ever.
+// returns nil when it is not that file any more (gone since: a rotator removing its
+// oldest archive), or it could not be opened (err, which a caller that must tell an
+// archive it could not read says). O_NONBLOCK: a FIFO renamed over it since the listing
+// would wait for a writer, for ever.
 func openListed(dir, name string, id fileID) (file *os.File, err error) {
 	file, err = os.OpenFile(filepath.Join(dir, name), os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
 	if err != nil {
 		return nil, err
 	}
