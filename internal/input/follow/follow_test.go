@@ -205,8 +205,12 @@ func clocked(o *Options) *ahead {
 // reader, which retires the files idle for the grace: the grace passes when the test says
 // so, without a real wait for it or for the poll's tick that would wake the reader. The
 // test has written every line first: a file the rotation grace closes is read no more.
+// The clock moves only after a whole turn of the reader that began once they were
+// written: a turn begun before may have found a file at its end and judge it idle after
+// its last lines came, which the clock moved on would close it without.
 func waitRetired(t *testing.T, f *Follower, clock *ahead, what string, cond func() bool) {
 	t.Helper()
+	waitTurns(t, f, 2, what+": a turn of the reader after the last line")
 	waitFor(t, what, func() bool {
 		if cond() {
 			return true

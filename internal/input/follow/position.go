@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/cespare/xxhash/v2"
+	"github.com/klauspost/compress/zstd"
 	"github.com/logwindow/logwindow_exporter/config"
 )
 
@@ -707,7 +709,7 @@ func (f *Follower) archiveDir(dirs *listings, path string, r *resume) string {
 	}
 	// unread: the archives named as rotated from the log, in a directory within, that
 	// cannot be read (xz; a zstd frame asking for a window past archiveWindow, an archive
-	// cut off, unreadable or not of its name's compressor), with why: one may be the
+	// cut off, unreadable or not compressed at all), with why: one may be the
 	// position's file's, which nothing else tells.
 	type unreadable struct {
 		path string
@@ -793,7 +795,7 @@ const archiveHeadIn = 1 << 20
 // with the bytes that the file of one of ps had at its position (Position.Head), and
 // closes it. Only those are decompressed, from at most archiveHeadIn bytes of it. err
 // says why it could not tell, the archive read short of those bytes otherwise than by
-// its end: not of its compressor, cut off, a zstd frame asking for a window past
+// its end: not compressed at all, cut off, a zstd frame asking for a window past
 // archiveWindow, more than archiveHeadIn bytes before them, a read failing.
 func archiveOf(file *os.File, ps []Position) (bool, error) {
 	defer file.Close()
@@ -808,6 +810,10 @@ func archiveOf(file *os.File, ps []Position) (bool, error) {
 	switch {
 	case n == headLen:
 		err = nil
+	case errors.Is(err, zstd.ErrWindowSizeExceeded) || errors.Is(err, zstd.ErrDecoderSizeExceeded):
+		// Its decoder's words for a frame in one segment, whose window is its whole
+		// content, tell of a size decompressed: nothing so large was.
+		err = fmt.Errorf("a zstd window past %d MiB: %w", archiveWindow>>20, err)
 	case in.N == 0:
 		// Its decompressor may end cleanly where the bound cut it, between two members.
 		err = fmt.Errorf("fewer than %d bytes decompressed from its first %d", headLen, archiveHeadIn)
@@ -1233,11 +1239,15 @@ func (l *listings) identities(dir string) map[fileID]string {
 }
 
 // openListed opens name in dir, which a listing found to be the regular file id, or
-// returns nil when it is not that file any more, or it could not be opened (err, which
-// a caller that must tell an archive it could not read says). O_NONBLOCK: a FIFO
-// renamed over it since the listing would wait for a writer, for ever.
+// returns nil when it is not that file any more (gone since: a rotator removing its
+// oldest archive), or it could not be opened (err, which a caller that must tell an
+// archive it could not read says). O_NONBLOCK: a FIFO renamed over it since the listing
+// would wait for a writer, for ever.
 func openListed(dir, name string, id fileID) (file *os.File, err error) {
 	file, err = os.OpenFile(filepath.Join(dir, name), os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
 	if err != nil {
 		return nil, err
 	}

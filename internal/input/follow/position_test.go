@@ -219,8 +219,7 @@ func TestResume(t *testing.T) {
 			o := modes[1].options(log)
 			before := 100 // written before the first follower starts
 			if tc.rotatedAtCut {
-				before = 90
-				o.RotationGrace = time.Minute // still read at the cut
+				before = 90 // the file rotated is still read at the cut: options' grace
 			}
 			writeLines(t, w, 1, before)
 			if tc.glob {
@@ -607,5 +606,53 @@ func TestDrained(t *testing.T) {
 	f.Stop()
 	if got := drainedOf(); !slices.Equal(got, []int64{size + int64(len(numbered(21)))}) {
 		t.Errorf("drained after Stop at %v, want the rotated file's end", got)
+	}
+}
+
+// TestOpenListed: a file a listing found is opened only as that file; one gone since
+// (a rotator removing its oldest archive) or replaced is none, without an error, which
+// archiveDir would warn of as an archive that cannot be read.
+func TestOpenListed(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(t *testing.T, path string)
+		opened bool
+	}{
+		{name: "as listed", change: func(*testing.T, string) {}, opened: true},
+		{name: "removed", change: func(t *testing.T, path string) {
+			if err := os.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "replaced", change: func(t *testing.T, path string) {
+			writeLines(t, create(t, path+".new"), 1, 1)
+			rename(t, path+".new", path)
+		}},
+		{name: "a directory in its place", change: func(t *testing.T, path string) {
+			if err := os.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Mkdir(path, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "access.log.2.gz")
+			writeLines(t, create(t, path), 1, 1)
+			fi, err := os.Stat(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.change(t, path)
+			file, err := openListed(dir, "access.log.2.gz", idOf(fi))
+			if file != nil {
+				_ = file.Close()
+			}
+			if (file != nil) != tc.opened || err != nil {
+				t.Errorf("openListed = %v, %v; want a file %v, no error", file, err, tc.opened)
+			}
+		})
 	}
 }

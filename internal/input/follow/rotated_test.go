@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/bzip2"
 	"compress/gzip"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"log/slog"
@@ -823,16 +824,19 @@ func TestResumeRotatedIntoOldDirPastArchive(t *testing.T) {
 		// back): looked at first, they do not hide it.
 		older bool
 		skew  time.Duration
+		// unread: the archive is named in a warning, as one that cannot be read, with
+		// this why; "" when none is (one read that is not the file's tells nothing).
+		unread string
 	}{
 		{name: "gzip", archive: "access.log.2.gz", how: "gzip"},
 		{name: "gzip, a glob", glob: true, archive: "access.log.2.gz", how: "gzip"},
 		{name: "gzip, dateext", archive: "access.log-20261130.gz", how: "gzip"},
 		{name: "zstd", archive: "access.log.2.zst", how: "zstd"},
 		{name: "bzip2", archive: "access.log.2.bz2", how: "bzip2"},
-		{name: "xz, which is not read", archive: "access.log.2.xz", how: "xz"},
-		{name: "zstd of a window past the bound", archive: "access.log.2.zst", how: "zstd, wide"},
+		{name: "xz, which is not read", archive: "access.log.2.xz", how: "xz", unread: errUnreadable.Error()},
+		{name: "zstd of a window past the bound", archive: "access.log.2.zst", how: "zstd, wide", unread: "a zstd window past 32 MiB"},
 		{name: "named otherwise", archive: "backup.gz", how: "gzip"},
-		{name: "not a gzip", archive: "access.log.2.gz"},
+		{name: "not a gzip", archive: "access.log.2.gz", unread: "not a compressed archive"},
 		{name: "gzip, a copy in another directory", archive: "access.log.2.gz", how: "gzip", backup: true},
 		{name: "gzip beside the log, a copy within", archive: "access.log.2.gz", how: "gzip", beside: true},
 		{name: "gzip, older archives dated as it", archive: "access.log.2.gz", how: "gzip", older: true},
@@ -896,16 +900,19 @@ func TestResumeRotatedIntoOldDirPastArchive(t *testing.T) {
 				copyFile(t, filepath.Join(old, "access.log.1"), filepath.Join(dir, "backup", "access.log.1"))
 			}
 			writeLines(t, create(t, log), 131, 150)
-			// An archive named as rotated from the log that cannot be read is warned of,
-			// named: one that is read and is not the file's tells nothing.
-			unread := tc.archive != "backup.gz" && (tc.how == "" || tc.how == "xz" || tc.how == "zstd, wide")
-			if !unread && tc.archive != "backup.gz" && !tc.backup && !tc.beside {
+			if tc.unread == "" && tc.archive != "backup.gz" && !tc.backup && !tc.beside {
 				expectResumedLines(t, o, positions, taken, "the lines written while down", span{121, 150})
 				return
 			}
 			expectResumedLines(t, o, positions, taken, "the lines of the log's path", span{131, 150})
-			if warned := strings.Contains(logs.String(), "archive="+filepath.Join(old, tc.archive)); warned != unread {
-				t.Errorf("the archive named in a warning: %v, want %v; the log:\n%s", warned, unread, logs.String())
+			warning := ""
+			for line := range strings.Lines(logs.String()) {
+				if strings.Contains(line, "archive="+filepath.Join(old, tc.archive)+" ") {
+					warning = line
+				}
+			}
+			if (warning != "") != (tc.unread != "") || !strings.Contains(warning, tc.unread) {
+				t.Errorf("the warning naming the archive: %q, want one saying %q; the log:\n%s", warning, tc.unread, logs.String())
 			}
 		})
 	}
@@ -922,9 +929,17 @@ func TestResumeRotatedIntoOldDirPastArchive(t *testing.T) {
 func TestArchiveOf(t *testing.T) {
 	data := bytes.Repeat(numbered(1), 3)
 	short := numbered(2)[:100]
+	// empty is a gzip member of nothing, 32 bytes long with its name: so many of them
+	// end where archiveOf stops reading (archiveHeadIn), where the gzip reader ends as
+	// cleanly as at an archive's end.
 	var empty bytes.Buffer
-	if err := gzip.NewWriter(&empty).Close(); err != nil {
+	z := gzip.NewWriter(&empty)
+	z.Name = "access.1"
+	if err := z.Close(); err != nil {
 		t.Fatal(err)
+	}
+	if archiveHeadIn%empty.Len() != 0 {
+		t.Fatalf("an empty member of %d bytes: %d of them do not end at %d", empty.Len(), archiveHeadIn/empty.Len(), archiveHeadIn)
 	}
 	gz := func(pad int, data []byte) []byte {
 		var b bytes.Buffer
@@ -953,6 +968,10 @@ func TestArchiveOf(t *testing.T) {
 		return b.Bytes()
 	}
 	wide := widen(t, zst(data))
+	// A frame in one segment, as zstd --long or --ultra -21 writes one of a log of 40
+	// MiB: its window is its content's size, past archiveWindow. Its header is all the
+	// decoder reads of it.
+	oneSegment := binary.LittleEndian.AppendUint32([]byte("\x28\xb5\x2f\xfd\xa0"), 40<<20)
 	at := func(data []byte, off int64) Position {
 		return Position{Offset: off, Head: xxhash.Sum64(data[:min(headLen, off)])}
 	}
@@ -962,21 +981,23 @@ func TestArchiveOf(t *testing.T) {
 		archive []byte
 		p       Position
 		want    bool
-		// unread: it could not tell (an error), which archiveDir warns of.
-		unread bool
+		// unread: it could not tell, which archiveDir warns of, saying why (its error,
+		// which holds this); "" when it could.
+		unread string
 	}{
-		{"its file's", whole, at(data, int64(len(data))), true, false},
-		{"read up to a line of the first KiB", whole, at(data, 200), true, false},
-		{"of a file shorter than a KiB", gz(0, short), at(short, int64(len(short))), true, false},
-		{"another file's", gz(0, numbered(3)), at(data, int64(len(data))), false, false},
-		{"shorter than the bytes read", gz(0, short[:99]), at(short, int64(len(short))), false, false},
-		{"cut off", whole[:len(whole)/4], at(data, int64(len(data))), false, true},
-		{"not a gzip", data, at(data, int64(len(data))), false, true},
-		{"after a few empty members", gz(64<<10, data), at(data, int64(len(data))), true, false},
-		{"after megabytes of empty members", gz(4<<20, data), at(data, int64(len(data))), false, true},
-		{"after empty members up to the bound", gz(archiveHeadIn, data), at(data, int64(len(data))), false, true},
-		{"zstd", zst(data), at(data, int64(len(data))), true, false},
-		{"zstd of a window past the bound", wide, at(data, int64(len(data))), false, true},
+		{"its file's", whole, at(data, int64(len(data))), true, ""},
+		{"read up to a line of the first KiB", whole, at(data, 200), true, ""},
+		{"of a file shorter than a KiB", gz(0, short), at(short, int64(len(short))), true, ""},
+		{"another file's", gz(0, numbered(3)), at(data, int64(len(data))), false, ""},
+		{"shorter than the bytes read", gz(0, short[:99]), at(short, int64(len(short))), false, ""},
+		{"cut off", whole[:len(whole)/4], at(data, int64(len(data))), false, "unexpected EOF"},
+		{"not a gzip", data, at(data, int64(len(data))), false, "not a compressed archive"},
+		{"after a few empty members", gz(64<<10, data), at(data, int64(len(data))), true, ""},
+		{"after megabytes of empty members", gz(4<<20, data), at(data, int64(len(data))), false, "fewer than 1024 bytes decompressed"},
+		{"after empty members up to the bound", gz(archiveHeadIn, data), at(data, int64(len(data))), false, "fewer than 1024 bytes decompressed"},
+		{"zstd", zst(data), at(data, int64(len(data))), true, ""},
+		{"zstd of a window past the bound", wide, at(data, int64(len(data))), false, "a zstd window past 32 MiB"},
+		{"zstd in one segment past the bound", oneSegment, at(data, int64(len(data))), false, "a zstd window past 32 MiB"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "access.log.2.gz")
@@ -987,8 +1008,9 @@ func TestArchiveOf(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got, err := archiveOf(file, []Position{tc.p}); got != tc.want || (err != nil) != tc.unread {
-				t.Errorf("archiveOf = %v, %v; want %v, an error %v", got, err, tc.want, tc.unread)
+			got, err := archiveOf(file, []Position{tc.p})
+			if got != tc.want || (err != nil) != (tc.unread != "") || err != nil && !strings.Contains(err.Error(), tc.unread) {
+				t.Errorf("archiveOf = %v, %v; want %v, an error saying %q", got, err, tc.want, tc.unread)
 			}
 		})
 	}
