@@ -72,23 +72,27 @@ type budget struct {
 	Rules map[string]ruleBudget `json:"rules"`
 }
 
-// ruleBudget is one rule file's instructions a line: a line's parse and way into the
-// store (linePackages), the module's code, and the process.
+// ruleBudget is one rule file's instructions a line: a line's parse (parsePackages), the
+// store's, the module's code, and the process.
 type ruleBudget struct {
-	Line    float64 `json:"parse_and_store"`
+	Parse   float64 `json:"parse"`
+	Store   float64 `json:"store"`
 	Module  float64 `json:"module"`
 	Process float64 `json:"process"`
 }
 
-// Budget margins. A line's parse and store move by a hundredth of a percent from one run
-// to the next; the module's code by up to 3% more when a run crosses the wall clock's
-// minute and every series' slots roll up; the process by as much again (the runtime's
-// scheduling and collections). A count well below its budget fails too, so that a gain is
-// written down (-update) before a later change can spend it unseen.
+// Budget margins, the most each count may grow. The parse moves by a hundredth of a
+// percent from one run to the next; the store by a tenth or two, more on a loaded machine (how
+// far behind the clock the lines are read); the module's code by up to 3% more when a run crosses the wall
+// clock's minute and every series' slots roll up; the process by up to 7% on a loaded
+// machine (the runtime's scheduling, collections and spinning threads). The parse may not
+// fall by 2% either, so that a gain is written down (-update) before a later change can
+// spend it unseen.
 const (
-	lineOver, lineUnder = 1.003, 0.98
-	moduleOver          = 1.04
-	processOver         = 1.06
+	parseOver, parseUnder = 1.003, 0.98
+	storeOver             = 1.03
+	moduleOver            = 1.04
+	processOver           = 1.15
 	// otherGo is the margin when another Go release builds the exporter than the one the
 	// budget was counted with: its compiler may place and inline differently.
 	otherGo = 1.10
@@ -140,7 +144,8 @@ func TestInstructionBudget(t *testing.T) {
 			if code := run(args, &out, &errOut); code != 0 {
 				t.Fatalf("exit %d\n%s\n%s", code, out.String(), errOut.String())
 			}
-			got := ruleBudget{Line: row(out.String(), `parse\+store`), Module: row(out.String(), "module"), Process: row(out.String(), "process")}
+			got := ruleBudget{Parse: row(out.String(), "parse"), Store: row(out.String(), "store"),
+				Module: row(out.String(), "module"), Process: row(out.String(), "process")}
 			t.Logf("%s: instructions a line %+v (budget %+v, %s)", rules, got, b.Rules[rules], b.Go)
 			if counted.Rules[rules] = got; *update {
 				return
@@ -149,24 +154,31 @@ func TestInstructionBudget(t *testing.T) {
 			if !ok {
 				t.Fatalf("%s has no budget for %s: run with -update", path, rules)
 			}
-			over, under, margin := lineOver, lineUnder, []float64{moduleOver, processOver}
-			if goVersion != b.Go {
-				t.Logf("the budget was counted with %s, this is %s: margins of %.0f%%", b.Go, goVersion, 100*(otherGo-1))
-				over, under, margin = otherGo, 1/otherGo, []float64{otherGo, otherGo}
-			}
-			switch {
-			case got.Line > want.Line*over:
-				t.Errorf("a line's parse and store execute %.1f instructions, %.2f%% over their budget of %.1f: find the change, or rewrite the budget with -update and say why", got.Line, 100*(got.Line/want.Line-1), want.Line)
-			case got.Line < want.Line*under:
-				t.Errorf("a line's parse and store execute %.1f instructions, %.2f%% under their budget of %.1f: keep the gain with -update", got.Line, 100*(1-got.Line/want.Line), want.Line)
-			}
-			for i, c := range []struct {
+			under := parseUnder
+			checks := []struct {
 				what      string
 				got, want float64
-			}{{"the module's code", got.Module, want.Module}, {"the process", got.Process, want.Process}} {
-				if c.got > c.want*margin[i] {
-					t.Errorf("%s executes %.1f instructions a line, %.2f%% over its budget of %.1f", c.what, c.got, 100*(c.got/c.want-1), c.want)
+				over      float64
+			}{
+				{"a line's parse", got.Parse, want.Parse, parseOver},
+				{"the store", got.Store, want.Store, storeOver},
+				{"the module's code", got.Module, want.Module, moduleOver},
+				{"the process", got.Process, want.Process, processOver},
+			}
+			if goVersion != b.Go {
+				t.Logf("the budget was counted with %s, this is %s: margins of %.0f%%", b.Go, goVersion, 100*(otherGo-1))
+				under = 1 / otherGo
+				for i := range checks {
+					checks[i].over = max(checks[i].over, otherGo)
 				}
+			}
+			for _, c := range checks {
+				if c.got > c.want*c.over {
+					t.Errorf("%s executes %.1f instructions a line, %.2f%% over its budget of %.1f: find the change, or rewrite the budget with -update and say why", c.what, c.got, 100*(c.got/c.want-1), c.want)
+				}
+			}
+			if got.Parse < want.Parse*under {
+				t.Errorf("a line's parse executes %.1f instructions, %.2f%% under its budget of %.1f: keep the gain with -update", got.Parse, 100*(1-got.Parse/want.Parse), want.Parse)
 			}
 		})
 	}
