@@ -96,9 +96,11 @@ func setUpToolkit(addr net.Addr, h http.Handler, flags *web.FlagConfig, configEr
 	t.http2 = scratch.TLSNextProto == nil || h2
 	t.tls = scratch.TLSConfig.Clone()
 	// The toolkit's own GetConfigForClient would read the web config and its files again
-	// by their paths, whole, whatever replaced them since they were looked at.
+	// by their paths, whole, whatever replaced them since they were looked at. HTTP/2 is
+	// offered as it offers it: where net/http set up its server (not with
+	// GODEBUG=http2server=0, where a client that took it would be dropped).
 	protos := []string{"http/1.1"}
-	if t.http2 {
+	if h2 {
 		protos = []string{"h2", "http/1.1"}
 	}
 	path := *flags.WebConfigFile
