@@ -5,6 +5,7 @@ package server
 import (
 	"bytes"
 	"crypto/tls"
+	"errors"
 	"log/slog"
 	"net"
 	"net/http"
@@ -194,4 +195,57 @@ func TestWebConfigReplacedAfterItsLook(t *testing.T) {
 			})
 		}
 	})
+	// A file written to after the look at it as opened is read up to one byte past the
+	// limit, not cut at it: what was read is no certificate of the file's.
+	t.Run("grown after the look at it as opened", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "cert.pem")
+		if err := os.WriteFile(path, []byte("a certificate\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		grew := errors.New("grew")
+		looks := 0
+		text, err := readLimited(path, maxTLSFileBytes, func(info os.FileInfo) error {
+			if looks++; looks == 2 {
+				if err := os.WriteFile(path, bytes.Repeat([]byte("# a comment\n"), 2<<20/12), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return tlsFileError(path, info)
+		}, grew)
+		if err != grew {
+			t.Errorf("a file grown past the limit after its look as opened: read %d bytes with %v; want the error grew", len(text), err)
+		}
+	})
+}
+
+// TestTLSFileEmptied: a certificate, key or client CA file emptied while the exporter
+// serves (truncated by a save, or a renewal that failed) refuses the handshakes with an
+// error naming its key and the file. Given to exporter-toolkit inline, empty, it would be
+// taken as no such key: a client CA file so would leave the clients verified against the
+// system's CAs.
+func TestTLSFileEmptied(t *testing.T) {
+	for _, tc := range []struct{ key, name string }{
+		{"cert_file", "cert.pem"},
+		{"key_file", "key.pem"},
+		{"client_ca_file", "ca.pem"},
+	} {
+		t.Run(tc.key, func(t *testing.T) {
+			f := newTLSFiles(t, "  client_ca_file: ca.pem\n", "  client_auth_type: VerifyClientCertIfGiven\n")
+			cert, _ := newCert(t, "ca", 0)
+			f.write(t, "ca.pem", cert)
+			addr := serveTLS(t, f.webConfig, nil)
+			if got := servedName(t, addr); got != "first" {
+				t.Fatalf("served %q, want first", got)
+			}
+			f.write(t, tc.name, nil)
+			path := filepath.Join(f.dir, tc.name)
+			_, err := loadTLSConfig(f.webConfig, readWebFiles(f.webConfig), nil)
+			if err == nil || !strings.Contains(err.Error(), tc.key) || !strings.Contains(err.Error(), path) {
+				t.Errorf("the config loaded with %s emptied: %v; want an error naming %s and %s", tc.key, err, tc.key, path)
+			}
+			if _, err := handshake(addr); err == nil {
+				t.Errorf("a handshake with %s emptied: served, want it refused", tc.key)
+			}
+		})
+	}
 }

@@ -35,7 +35,8 @@ import (
 // every file it names again, and parses them, for each handshake (see tlsConfigs). So it
 // is given a server of its own and a listener that accepts nothing (idle), and the
 // exporter's server serves the real listener with what it set up: the toolkit's own
-// handler and hook, the hook behind a cache.
+// handler, and its TLS config with a hook of the exporter's in place of the toolkit's
+// (loadTLSConfig, behind a cache).
 type toolkit struct {
 	handler http.Handler
 	// tls is nil when the web config has no TLS.
@@ -96,9 +97,11 @@ func setUpToolkit(addr net.Addr, h http.Handler, flags *web.FlagConfig, configEr
 	t.http2 = scratch.TLSNextProto == nil || h2
 	t.tls = scratch.TLSConfig.Clone()
 	// The toolkit's own GetConfigForClient would read the web config and its files again
-	// by their paths, whole, whatever replaced them since they were looked at.
+	// by their paths, whole, whatever replaced them since they were looked at. HTTP/2 is
+	// offered as it offers it: where net/http set up its server (not with
+	// GODEBUG=http2server=0, where a client that took it would be dropped).
 	protos := []string{"http/1.1"}
-	if t.http2 {
+	if h2 {
 		protos = []string{"h2", "http/1.1"}
 	}
 	path := *flags.WebConfigFile
@@ -195,9 +198,10 @@ func (l *idleListener) Addr() net.Addr { return l.addr }
 // two on some) can keep its size and modification time.
 const racyAge = 2 * time.Second
 
-// tlsConfigs is exporter-toolkit's GetConfigForClient (load) behind a cache. The toolkit
-// reads the web config and the certificate, key and client CA files it names, and parses
-// them all, for every TLS handshake, so that renewed certificates are taken without a
+// tlsConfigs is a TLS config's GetConfigForClient, exporter-toolkit's as loadTLSConfig
+// makes it (load), behind a cache. The toolkit's own reads the web config and the
+// certificate, key and client CA files it names, and parses them all, for every TLS
+// handshake, so that renewed certificates are taken without a
 // restart: with a client_ca_file of a few hundred kilobytes (a bundle of CAs) that is tens
 // of milliseconds of a core per handshake, before any password or client certificate is
 // asked for, which any client that can connect can spend over and over. The config the
@@ -351,7 +355,7 @@ func (c *tlsConfigs) currentLocked(hello *tls.ClientHelloInfo) (*tls.Config, err
 		return config, nil
 	}
 	c.config.Store(nil)
-	// Neither this nor the toolkit's load reads a web config it refuses.
+	// Neither this nor the load reads a web config it refuses.
 	if err := checkWebConfigFile(c.path); err != nil {
 		return nil, err
 	}
