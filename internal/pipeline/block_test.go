@@ -121,3 +121,40 @@ nothing
 		})
 	}
 }
+
+// A read that finds every batch of the workers queued (none free) the reading goroutine
+// parses itself as one span (parseBlock), as on one core, rather than have its lines
+// handed on one by one: the follower's Block takes them all, and they count as read and
+// as what they made once the read is done.
+func TestBlockWithNoBatchFree(t *testing.T) {
+	p, _, _, _ := startSyslog(t, `
+inputs: [{name: sock, syslog: 'unixgram://%s'}]
+rules: [{name: requests, match: '^GET (?P<path>\S+)$', labels: {path: '${path}'}}]
+`)
+	var in *stream
+	for _, s := range p.inputs {
+		in = s
+	}
+	// A pool of no worker whose batches are all dealt: none is free.
+	w := &pool{dealt: make(chan *batch), free: make(chan *batch)}
+	in.pool.Store(w)
+	defer in.pool.Store(nil)
+	in.processing, in.wall = p.clock.read()
+	lines := []byte("GET /a\nGET /b\r\nPUT /c\nGET /a\n")
+	if n := (batchHold{p: p, in: in}).Block("", lines); n != 4 {
+		t.Fatalf("Block took %d lines, want the read's 4", n)
+	}
+	if w.cur != nil || !w.inline {
+		t.Fatalf("a batch was filled (%v), or the read is not the reading goroutine's (%v)", w.cur != nil, w.inline)
+	}
+	in.flush()
+	got := gatherPipeline(t, p)
+	for k, v := range map[string]float64{
+		`requests_total{path="/a"}`: 2, `requests_total{path="/b"}`: 1,
+		`logwindow_input_lines_total{input="sock"}`: 4, `logwindow_input_unmatched_lines_total{input="sock"}`: 1,
+	} {
+		if got[k] != v {
+			t.Errorf("%s = %v, want %v", k, got[k], v)
+		}
+	}
+}

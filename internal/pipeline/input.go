@@ -693,16 +693,21 @@ func (in *stream) parseBlock(p *Pipeline, _ string, lines []byte) int {
 	}
 	in.setNow(b)
 	sp := b.parse.ParseSpan(b.name, lines, b.sink)
-	// What b.done counts of a line, for the read at once: with no candidate formats no
-	// fitted line is unread.
+	in.handed += b.spanDone(sp)
+	in.unbindIfStale(p, &in.bound, b)
+	return int(sp.Lines)
+}
+
+// spanDone counts what b.done would have counted of each line of sp, a span b's session
+// parsed (Session.ParseSpan), at once for them all (with no candidate formats no fitted
+// line is unread), and returns how many lines it held.
+func (b *binding) spanDone(sp parser.Span) uint64 {
 	b.malformed += sp.Malformed
 	b.unmatched += sp.Fitted + sp.Unfitted
 	b.fits += sp.Matched + sp.Fitted
 	b.unfits += sp.Unfitted
 	b.received = b.sink.Received()
-	in.handed += sp.Lines
-	in.unbindIfStale(p, &in.bound, b)
-	return int(sp.Lines)
+	return sp.Lines
 }
 
 // batch is handle with a pool: the line's message goes into the batch being filled, for
