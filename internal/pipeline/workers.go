@@ -24,9 +24,9 @@ import (
 // (follow.Options.Lend); only what the reading goroutine made of a line (a joined CRI
 // message, its time and stream) is copied into the batch. Most reads' lines the batch
 // takes whole, before the reading goroutine hands them on one by one
-// (follow.Options.Block): it then only reads them and counts their newlines, and the
-// worker parses them as one span and counts them as handed. A read that finds no batch
-// free the reading goroutine parses as one span too (parseBlock), as on one core.
+// (follow.Options.Block): it then only reads them, and the worker parses them as one
+// span and counts them as handed. A read that finds no batch free the reading
+// goroutine parses as one span too (parseBlock), as on one core.
 //
 // Counts are those of one worker: a line is parsed once, by one session, with the clocks of
 // its read, and the store's sums, windows and sketches do not depend on the order their
@@ -353,26 +353,26 @@ func (h batchHold) Lock() {
 // them. The lines of an input that joins CRI messages, which the reading goroutine does
 // itself, are handed on one by one. Without a pool, or with no batch free, the reading
 // goroutine parses the read's lines as one span itself, when it can (parseBlock), as it
-// does on one core. It returns how many lines it took (follow.Options.Block): a batch's
-// are counted here, as the worker finds them later.
-func (h batchHold) Block(path string, lines []byte) int {
+// does on one core. It returns whether it took them (follow.Options.Block): the worker
+// counts a batch's as it finds them.
+func (h batchHold) Block(path string, lines []byte) bool {
 	w := h.in.pool.Load()
 	if w == nil {
 		return h.in.parseBlock(h.p, path, lines)
 	}
 	if h.in.cri != nil {
-		return 0
+		return false
 	}
 	if !w.batching() {
 		return h.in.parseBlock(h.p, path, lines)
 	}
 	at, inRead := within(lines, w.read)
 	if !inRead {
-		return 0
+		return false
 	}
 	w.cur.lines = append(w.cur.lines, batchLine{path: path, msg: at, inRead: true, block: true})
 	w.lent = true
-	return bytes.Count(lines, []byte{'\n'})
+	return true
 }
 
 // Lend is the follower's Lend (follow.Options.Lend), called while the cut is held.
