@@ -85,9 +85,8 @@ nothing
 				handle := in.handle(p)
 				lines := []byte(tc.block + tc.after)
 				if p == blocked {
-					want := bytes.Count([]byte(tc.block), []byte("\n"))
-					if n := in.parseBlock(p, "", []byte(tc.block)); n != want {
-						t.Fatalf("%d lines taken as one span, want the block's %d", n, want)
+					if !in.parseBlock(p, "", []byte(tc.block)) {
+						t.Fatal("the block's lines not taken as one span")
 					}
 					lines = []byte(tc.after)
 				}
@@ -119,5 +118,42 @@ nothing
 				}
 			}
 		})
+	}
+}
+
+// A read that finds every batch of the workers queued (none free) the reading goroutine
+// parses itself as one span (parseBlock), as on one core, rather than have its lines
+// handed on one by one: the follower's Block takes them, and they count as read and as
+// what they made once the read is done.
+func TestBlockWithNoBatchFree(t *testing.T) {
+	p, _, _, _ := startSyslog(t, `
+inputs: [{name: sock, syslog: 'unixgram://%s'}]
+rules: [{name: requests, match: '^GET (?P<path>\S+)$', labels: {path: '${path}'}}]
+`)
+	var in *stream
+	for _, s := range p.inputs {
+		in = s
+	}
+	// A pool of no worker whose batches are all dealt: none is free.
+	w := &pool{dealt: make(chan *batch), free: make(chan *batch)}
+	in.pool.Store(w)
+	defer in.pool.Store(nil)
+	in.processing, in.wall = p.clock.read()
+	lines := []byte("GET /a\nGET /b\r\nPUT /c\nGET /a\n")
+	if !(batchHold{p: p, in: in}).Block("", lines) {
+		t.Fatal("Block did not take the read's lines")
+	}
+	if w.cur != nil || !w.inline {
+		t.Fatalf("a batch was filled (%v), or the read is not the reading goroutine's (%v)", w.cur != nil, w.inline)
+	}
+	in.flush()
+	got := gatherPipeline(t, p)
+	for k, v := range map[string]float64{
+		`requests_total{path="/a"}`: 2, `requests_total{path="/b"}`: 1,
+		`logwindow_input_lines_total{input="sock"}`: 4, `logwindow_input_unmatched_lines_total{input="sock"}`: 1,
+	} {
+		if got[k] != v {
+			t.Errorf("%s = %v, want %v", k, got[k], v)
+		}
 	}
 }

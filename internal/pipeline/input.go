@@ -677,32 +677,37 @@ func (in *stream) handle(p *Pipeline) input.Handler {
 // It does what handle does for each line, without each line handed on by a call, counted
 // by an atomic add and checked for a pool and a wrapper (some 3% of a line's CPU with the
 // example's rules); the parser goes through the lines itself (Session.ParseSpan) and
-// what b.done would count of each is added once for the read. It returns how many lines
-// it parsed, the follower's count of them (follow.Options.Block), or 0 for another input,
-// whose lines are then handed on one by one. Like a worker's batch, the read is parsed
+// what b.done would count of each is added once for the read. It returns whether it
+// parsed them (follow.Options.Block), not for another input, whose lines are then
+// handed on one by one. Like a worker's batch, the read is parsed
 // with the binding of its start: a reload during it applies from the next read, as it
 // would had it come a read later. The lines' path is the Block's, which an input of one
 // format does not read.
-func (in *stream) parseBlock(p *Pipeline, _ string, lines []byte) int {
+func (in *stream) parseBlock(p *Pipeline, _ string, lines []byte) bool {
 	if in.cri != nil || in.files != nil {
-		return 0
+		return false
 	}
 	b := in.bind(p)
 	if b.paths != nil || b.judge {
-		return 0
+		return false
 	}
 	in.setNow(b)
 	sp := b.parse.ParseSpan(b.name, lines, b.sink)
-	// What b.done counts of a line, for the read at once: with no candidate formats no
-	// fitted line is unread.
+	in.handed += b.spanDone(sp)
+	in.unbindIfStale(p, &in.bound, b)
+	return true
+}
+
+// spanDone counts what b.done would have counted of each line of sp, a span b's session
+// parsed (Session.ParseSpan), at once for them all (with no candidate formats no fitted
+// line is unread), and returns how many lines it held.
+func (b *binding) spanDone(sp parser.Span) uint64 {
 	b.malformed += sp.Malformed
 	b.unmatched += sp.Fitted + sp.Unfitted
 	b.fits += sp.Matched + sp.Fitted
 	b.unfits += sp.Unfitted
 	b.received = b.sink.Received()
-	in.handed += sp.Lines
-	in.unbindIfStale(p, &in.bound, b)
-	return int(sp.Lines)
+	return sp.Lines
 }
 
 // batch is handle with a pool: the line's message goes into the batch being filled, for

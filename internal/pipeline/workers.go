@@ -24,8 +24,9 @@ import (
 // (follow.Options.Lend); only what the reading goroutine made of a line (a joined CRI
 // message, its time and stream) is copied into the batch. Most reads' lines the batch
 // takes whole, before the reading goroutine hands them on one by one
-// (follow.Options.Block): it then only reads them and counts their newlines, and the
-// worker that splits the lines counts them as handed.
+// (follow.Options.Block): it then only reads them, and the worker parses them as one
+// span and counts them as handed. A read that finds no batch free the reading
+// goroutine parses as one span too (parseBlock), as on one core.
 //
 // Counts are those of one worker: a line is parsed once, by one session, with the clocks of
 // its read, and the store's sums, windows and sketches do not depend on the order their
@@ -65,8 +66,9 @@ type batchLine struct {
 	path               string
 	msg, wrapper, strm span
 	inRead             bool
-	// block: msg is the complete lines of a read, taken whole (batchHold.Block), with
-	// their "\r"s; the worker strips them and counts the lines as handed.
+	// block: msg is the complete lines of a read, taken whole (batchHold.Block), each
+	// ended by its "\n" and with its "\r"s; the worker strips them and counts the lines
+	// as handed.
 	block bool
 }
 
@@ -174,25 +176,27 @@ func (w *pool) parse(p *Pipeline, in *stream, slot *atomic.Pointer[binding], bt 
 	handed := bt.handed
 	for i := range bt.lines {
 		l := &bt.lines[i]
-		if !l.inRead {
+		switch {
+		case !l.inRead:
 			parseMsg(b, l, bt.bytes(l.msg), bt)
-			continue
-		}
-		for run := bt.msg(l); ; {
-			n := bytes.IndexByte(run, '\n')
-			line := run
-			if n >= 0 {
-				line = run[:n:n]
+		case l.block && b.paths == nil:
+			handed += b.spanDone(b.parse.ParseSpan(b.name, bt.msg(l), b.sink))
+		case l.block:
+			for run := bt.msg(l); len(run) > 0; handed++ {
+				n := bytes.IndexByte(run, '\n')
+				parseMsg(b, l, follow.TrimCR(run[:n:n]), bt)
+				run = run[n+1:]
 			}
-			if l.block {
-				handed++
-				line = follow.TrimCR(line)
+		default:
+			for run := bt.msg(l); ; {
+				n := bytes.IndexByte(run, '\n')
+				if n < 0 {
+					parseMsg(b, l, run, bt)
+					break
+				}
+				parseMsg(b, l, run[:n:n], bt)
+				run = run[n+1:]
 			}
-			parseMsg(b, l, line, bt)
-			if n < 0 {
-				break
-			}
-			run = run[n+1:]
 		}
 	}
 	b.sink.Flush() // before the batch counts as parsed (drain)
@@ -347,24 +351,28 @@ func (h batchHold) Lock() {
 // goroutine then does not go through line by line; the worker that parses the batch finds
 // the lines in it, strips the "\r" before a line's "\n" as the follower does, and counts
 // them. The lines of an input that joins CRI messages, which the reading goroutine does
-// itself, are handed on one by one. Without a pool, the reading goroutine parses the
-// read's lines as one span too, when it can (parseBlock). It returns how many lines it
-// took (follow.Options.Block): a batch's are counted here, as the worker finds them later.
-func (h batchHold) Block(path string, lines []byte) int {
+// itself, are handed on one by one. Without a pool, or with no batch free, the reading
+// goroutine parses the read's lines as one span itself, when it can (parseBlock), as it
+// does on one core. It returns whether it took them (follow.Options.Block): the worker
+// counts a batch's as it finds them.
+func (h batchHold) Block(path string, lines []byte) bool {
 	w := h.in.pool.Load()
 	if w == nil {
 		return h.in.parseBlock(h.p, path, lines)
 	}
 	if h.in.cri != nil {
-		return 0
+		return false
 	}
-	at, inRead := within(lines[:len(lines)-1], w.read)
-	if !inRead || !w.batching() {
-		return 0
+	if !w.batching() {
+		return h.in.parseBlock(h.p, path, lines)
+	}
+	at, inRead := within(lines, w.read)
+	if !inRead {
+		return false
 	}
 	w.cur.lines = append(w.cur.lines, batchLine{path: path, msg: at, inRead: true, block: true})
 	w.lent = true
-	return bytes.Count(lines, []byte{'\n'})
+	return true
 }
 
 // Lend is the follower's Lend (follow.Options.Lend), called while the cut is held.

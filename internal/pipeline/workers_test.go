@@ -18,12 +18,12 @@ import (
 )
 
 // workersRules count a file's lines by status and sum their bytes, at processing time and
-// at their own, and the lines left ending in "\r" once read; WRAP is the input's wrapper,
-// SHARDS its parse workers.
+// at their own, and the lines left ending in "\r" once read; WRAP is the input's wrapper
+// and path captures, SHARDS its parse workers, FILES a rule of the captures.
 const workersRules = `
 global: {windows: [1m, 1h]}
 inputs: [{name: web, path: 'LOG', start_at: beginning, shards: SHARDS WRAP}]
-rules:
+rules:FILES
   - name: requests
     match: '^(?P<ts>\S+) (?P<status>[0-9]{3}) (?P<bytes>[0-9]+) '
     labels: {status: '${status}'}
@@ -36,14 +36,23 @@ rules:
     match: '\r$'
 `
 
-// workersConfig is workersRules for log with shards workers, wrapped as CRI lines or not.
-func workersConfig(t *testing.T, log string, shards int, cri bool) *config.Config {
+// workersInput is how the input of workersRules reads its file: its lines wrapped as CRI
+// lines or not, and with captures of its path, which a rule counting the lines with a
+// status by file reads, or without.
+type workersInput struct{ cri, captures bool }
+
+// workersConfig is workersRules for log with shards workers, read as in says.
+func workersConfig(t *testing.T, log string, shards int, in workersInput) *config.Config {
 	t.Helper()
-	wrap := ""
-	if cri {
+	wrap, files := "", ""
+	if in.cri {
 		wrap = ", wrapper: cri"
 	}
-	text := strings.NewReplacer("LOG", log, "SHARDS", fmt.Sprint(shards), " WRAP", wrap).Replace(workersRules)
+	if in.captures {
+		wrap += `, path_captures: '/(?P<file>[^/]+)$'`
+		files = "\n  - {name: files, match: '^\\S+ [0-9]{3} ', labels: {file: '${file}'}}"
+	}
+	text := strings.NewReplacer("LOG", log, "SHARDS", fmt.Sprint(shards), " WRAP", wrap, "FILES", files).Replace(workersRules)
 	cfg, err := config.Parse([]byte(text), "rules.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -137,13 +146,13 @@ func settled(p *Pipeline) {
 // runLog has a pipeline of workersRules with shards workers read text from the beginning,
 // its lines capped at maxLine bytes (0: the default cap), and returns its samples (rules
 // and input counts) once every line is parsed.
-func runLog(t *testing.T, text string, shards int, cri bool, now time.Time, maxLine int) map[string]float64 {
+func runLog(t *testing.T, text string, shards int, in workersInput, now time.Time, maxLine int) map[string]float64 {
 	t.Helper()
 	log := filepath.Join(t.TempDir(), "access.log")
 	if err := os.WriteFile(log, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p, err := Start(workersConfig(t, log, shards, cri), Options{Now: func() time.Time { return now }, PollInterval: 10 * time.Millisecond, MaxLineBytes: maxLine})
+	p, err := Start(workersConfig(t, log, shards, in), Options{Now: func() time.Time { return now }, PollInterval: 10 * time.Millisecond, MaxLineBytes: maxLine})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,12 +179,13 @@ func runLog(t *testing.T, text string, shards int, cri bool, now time.Time, maxL
 // parts are joined before the messages are dealt, and with damaged line ends, empty lines
 // and lines too long to read between the counted ones; and with lines of up to the default
 // cap, empty ones among them, at which the follower offers a read's lines whole
-// (batchHold.Block), with and without "\r"s before their "\n".
+// (batchHold.Block), with and without "\r"s before their "\n"; and with captures of the
+// file's path, which a read's lines taken whole are parsed with one by one.
 func TestWorkersCountAsOne(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
 	for _, tc := range []struct {
 		name    string
-		cri     bool
+		in      workersInput
 		damaged bool
 		cr      bool
 		maxLine int
@@ -185,25 +195,28 @@ func TestWorkersCountAsOne(t *testing.T) {
 		// skips it; .ci/run runs it without the detector.
 		again bool
 	}{
-		{"plain", false, false, false, 0, 1, false},
-		{"plain, another log", false, false, false, 0, 2, true},
-		{"cri", true, false, false, 0, 3, false},
-		{"damaged", false, true, true, damagedMaxLine, 4, false},
-		{"damaged, default cap", false, true, true, 0, 5, true},
-		{"empty and long lines, default cap", false, true, false, 0, 6, false},
+		{"plain", workersInput{}, false, false, 0, 1, false},
+		{"plain, another log", workersInput{}, false, false, 0, 2, true},
+		{"cri", workersInput{cri: true}, false, false, 0, 3, false},
+		{"damaged", workersInput{}, true, true, damagedMaxLine, 4, false},
+		{"damaged, default cap", workersInput{}, true, true, 0, 5, true},
+		{"empty and long lines, default cap", workersInput{}, true, false, 0, 6, false},
+		{"path captures", workersInput{captures: true}, false, false, 0, 7, false},
 	} {
 		if tc.again && race.Enabled {
 			continue
 		}
 		t.Run(tc.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(tc.seed, 7))
-			text, want := workersLog(rng, 20000, now.Unix(), tc.cri)
+			text, want := workersLog(rng, 20000, now.Unix(), tc.in.cri)
 			maxLine := tc.maxLine
 			if tc.damaged {
 				text = damaged(rng, text, tc.cr)
 			}
-			one := runLog(t, text, 1, tc.cri, now, maxLine)
+			one := runLog(t, text, 1, tc.in, now, maxLine)
+			statuses := 0
 			for status, w := range want {
+				statuses += w[0]
 				if v := one[fmt.Sprintf(`requests_total{status=%q}`, status)]; v != float64(w[1]) {
 					t.Errorf("one worker: requests_total{status=%s} = %v, want %d", status, v, w[1])
 				}
@@ -211,8 +224,11 @@ func TestWorkersCountAsOne(t *testing.T) {
 					t.Errorf("one worker: timed_window{status=%s,window=1h} = %v, want %d", status, v, w[0])
 				}
 			}
+			if v := one[`files_total{file="access.log"}`]; tc.in.captures && v != float64(statuses) {
+				t.Errorf(`one worker: files_total{file="access.log"} = %v, want %d`, v, statuses)
+			}
 			for _, shards := range []int{2, 3, 8} {
-				got := runLog(t, text, shards, tc.cri, now, maxLine)
+				got := runLog(t, text, shards, tc.in, now, maxLine)
 				if !maps.Equal(got, one) {
 					for _, k := range slices.Sorted(maps.Keys(one)) {
 						if got[k] != one[k] {
@@ -238,7 +254,7 @@ func TestWorkersSnapshotCut(t *testing.T) {
 	dir, logDir := t.TempDir(), t.TempDir()
 	log := filepath.Join(logDir, "access.log")
 	text, _ := workersLog(rand.New(rand.NewPCG(9, 9)), 60000, now.Unix(), false)
-	p, err := Start(workersConfig(t, log, 8, false), Options{Now: time.Now, PollInterval: 10 * time.Millisecond, StoragePath: dir})
+	p, err := Start(workersConfig(t, log, 8, workersInput{}), Options{Now: time.Now, PollInterval: 10 * time.Millisecond, StoragePath: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +307,7 @@ func TestWorkersSnapshotCut(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(restored, storage.FileName), c.snap, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		q, err := Start(workersConfig(t, filepath.Join(t.TempDir(), "other.log"), 1, false), Options{Now: time.Now, StoragePath: restored})
+		q, err := Start(workersConfig(t, filepath.Join(t.TempDir(), "other.log"), 1, workersInput{}), Options{Now: time.Now, StoragePath: restored})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -190,17 +190,17 @@ type Options struct {
 	Lend func(buf []byte) []byte
 	// Block, when set, is offered the complete lines a read brought, as one slice of the
 	// read buffer ending in the last line's "\n", while Hold is held and before any of
-	// them is handed on: it returns how many lines it took, either all of them (the
-	// slice's newlines), which the handler then is not given and which count as read, or
-	// 0 to have them handed on one by one. The handler counts them, as one that goes
-	// through them finds them anyway. Like a line handed on, the slice may be used after
-	// the call only when Lend takes the buffer. Lines are offered so only while the
+	// them is handed on: it returns whether it took them all, which the handler then is
+	// not given and Stats.LinesRead does not count, or none, to have them handed on one
+	// by one. A caller that takes them goes through them and counts them there: counting
+	// them here would be a pass over the read of its own. Like a line handed on, the
+	// slice may be used after the call only when Lend takes the buffer. Lines are offered so only while the
 	// buffer cannot hold a line too long to read (MaxLineBytes of DefaultMaxLineBytes or
 	// more) and none is being skipped, so every line of the slice is one the handler
 	// would have been given, but for the "\r" before a "\n" it strips (TrimCR). A handler
 	// that hands a read's lines to another goroutine, which finds them anyway, so spares
 	// the reading goroutine handing them on one by one.
-	Block func(path string, lines []byte) int
+	Block func(path string, lines []byte) bool
 	// CaughtUp, when set, is called in the reading goroutine each time it has read every
 	// file to its end, before it waits for more: a handler that hands lines to other
 	// goroutines may take a share of what they have not started yet, rather than wait

@@ -595,13 +595,11 @@ func TestStartAtMidLine(t *testing.T) {
 			o := modes[1].options(p)
 			o.FromBeginning = tc.fromBeginning
 			if tc.block {
-				o.Block = func(_ string, b []byte) int {
-					n := 0
+				o.Block = func(_ string, b []byte) bool {
 					for l := range bytes.Lines(b) {
 						c.handle(p, TrimCR(l[:len(l)-1]))
-						n++
 					}
-					return n
+					return true
 				}
 			}
 			if tc.resume {

@@ -387,7 +387,7 @@ type lineReader struct {
 	chunk   func()
 	tooLong func(path string, head []byte) bool
 	lend    func(buf []byte) []byte
-	block   func(path string, lines []byte) int
+	block   func(path string, lines []byte) bool
 	// hold is Options.Hold, or a lock no one else takes.
 	hold sync.Locker
 	// recheck: a follower's files may be rewritten while read, which pass checks for at
@@ -554,8 +554,7 @@ func (r *lineReader) scan(t *tracked, path string, start, end int) (int, int) {
 	}
 	if r.block != nil && !t.skipping {
 		if i := bytes.LastIndexByte(buf[start:end], '\n'); i >= 0 {
-			if n := r.block(path, buf[start:start+i+1]); n > 0 {
-				r.c.lines.Add(uint64(n))
+			if r.block(path, buf[start:start+i+1]) {
 				start += i + 1
 			}
 		}
