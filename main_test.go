@@ -16,7 +16,13 @@ import (
 
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/internal/dashboard"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/testexec"
 )
+
+// TestMain removes the exporters testexec.BuildExporter built for the tests.
+func TestMain(m *testing.M) {
+	os.Exit(testexec.Main(m))
+}
 
 func TestTelemetryPathRefused(t *testing.T) {
 	for _, path := range []string{"metrics", "/", "/-/healthy", "/-/ready", "/-/reload", "/{x...}", "/a b", "/metrics/{"} {

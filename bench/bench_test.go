@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -16,6 +17,11 @@ import (
 	"github.com/logwindow/logwindow_exporter/internal/testutil/nginxlog"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/testexec"
 )
+
+// TestMain removes the exporters testexec.BuildExporter built for the tests.
+func TestMain(m *testing.M) {
+	os.Exit(testexec.Main(m))
+}
 
 // line builds an access-log line of the generator's format.
 func line(method, target, status, bytes, timings string) string {

@@ -80,6 +80,9 @@ func TestChartLogFormat(t *testing.T) {
 	for _, mode := range slices.Sorted(maps.Keys(chartModes)) {
 		for _, f := range chartLogFormats {
 			t.Run(mode+"/"+f.name, func(t *testing.T) {
+				// Helm's rendering and lint under the race detector, seconds of one core a
+				// case and nothing timed: the cases share the cores.
+				t.Parallel()
 				c := chartCase{name: f.name, values: chartModes[mode] + f.values, mode: mode}
 				m := renderChart(t, c)
 				text := m.configMaps["lw-logwindow-exporter-rules"].Data["rules.yaml"]

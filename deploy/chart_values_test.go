@@ -499,6 +499,7 @@ func init() { chartValueCases = slices.Concat(chartValueCases, webCases, netpolC
 func TestChartValues(t *testing.T) {
 	for _, c := range chartValueCases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel() // as TestChartLogFormat's cases
 			cc := chartCase{name: c.name, values: c.values, operator: true}
 			m := renderChart(t, cc)
 			spec := chartPodSpec(m)

@@ -39,6 +39,11 @@ import (
 	"github.com/logwindow/logwindow_exporter/internal/testutil/testexec"
 )
 
+// TestMain removes the exporters testexec.BuildExporter built for the tests.
+func TestMain(m *testing.M) {
+	os.Exit(testexec.Main(m))
+}
+
 // job is the scrape job's name, which the dashboard's $job matches.
 const job = "logwindow"
 

@@ -8,12 +8,14 @@ package testexec
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/logwindow/logwindow_exporter/internal/testutil/race"
@@ -53,15 +55,84 @@ func Build(dir string, race bool) (string, error) {
 	return bin, nil
 }
 
-// BuildExporter builds the exporter into a temporary directory of tb (see Build) and
-// fails tb when it does not build.
+// builds are the exporters BuildExporter built in this test binary, one for each race
+// setting, in a directory Main removes. A build that failed is kept as its error: the
+// next test would fail the same way.
+var builds struct {
+	mu   sync.Mutex
+	main bool   // Main runs the tests
+	dir  string // made by the first build
+	bins map[bool]string
+	errs map[bool]error
+}
+
+// Main runs m's tests and then removes the exporters BuildExporter built for them. The
+// TestMain of a package whose tests call BuildExporter is os.Exit(testexec.Main(m)).
+func Main(m *testing.M) int {
+	builds.mu.Lock()
+	builds.main = true
+	builds.mu.Unlock()
+	code := m.Run()
+	builds.mu.Lock()
+	defer builds.mu.Unlock()
+	if builds.dir != "" {
+		if err := os.RemoveAll(builds.dir); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return max(code, 1)
+		}
+	}
+	return code
+}
+
+// BuildExporter returns the exporter (see Build) by a name in a temporary directory of tb,
+// and fails tb when it does not build. It is built once per test binary and race
+// setting: linking it takes seconds of CPU (more under the race detector), which each of
+// e2e's dozens of tests paid. The name is a hard link, not a copy: a copy written in the
+// test binary could be held open by a process it forks meanwhile, and fail to start with
+// ETXTBSY. Tests only run the file, never write it. The package's TestMain must call Main.
 func BuildExporter(tb testing.TB, race bool) string {
 	tb.Helper()
-	bin, err := Build(tb.TempDir(), race)
+	src, err := built(race)
 	if err != nil {
 		tb.Fatal(err)
 	}
+	bin := filepath.Join(tb.TempDir(), filepath.Base(src))
+	if err := os.Link(src, bin); err != nil {
+		tb.Fatal(err)
+	}
 	return bin
+}
+
+// built returns the exporter built for race in this test binary, building it first if
+// need be.
+func built(race bool) (string, error) {
+	builds.mu.Lock()
+	defer builds.mu.Unlock()
+	if !builds.main {
+		return "", errors.New("testexec.BuildExporter: the package's TestMain does not call testexec.Main, which removes the built exporters")
+	}
+	if bin, ok := builds.bins[race]; ok {
+		return bin, builds.errs[race]
+	}
+	if builds.dir == "" {
+		dir, err := os.MkdirTemp("", "logwindow-testexec")
+		if err != nil {
+			return "", err
+		}
+		builds.dir = dir
+		builds.bins, builds.errs = map[bool]string{}, map[bool]error{}
+	}
+	sub := "plain"
+	if race {
+		sub = "race"
+	}
+	dir := filepath.Join(builds.dir, sub)
+	bin, err := "", os.Mkdir(dir, 0o755)
+	if err == nil {
+		bin, err = Build(dir, race)
+	}
+	builds.bins[race], builds.errs[race] = bin, err
+	return bin, err
 }
 
 // FreeAddr returns a loopback address, "127.0.0.1:port", that nothing listened on a

@@ -2,6 +2,7 @@ package testexec
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -15,6 +16,11 @@ import (
 
 	"github.com/logwindow/logwindow_exporter/internal/testutil/await"
 )
+
+// TestMain removes the exporters testexec.BuildExporter built for the tests.
+func TestMain(m *testing.M) {
+	os.Exit(Main(m))
+}
 
 // launchScript runs a shell script and returns once it printed a line (the pid of a
 // child, if any), which it does after setting its traps.
@@ -304,15 +310,40 @@ func TestFreePort(t *testing.T) {
 }
 
 // TestBuildExporter builds the exporter from this package's directory, which is not the
-// module root, and runs it.
+// module root, and runs it; a second test gets the same build, by a name of its own.
 func TestBuildExporter(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: builds the exporter")
 	}
-	bin := BuildExporter(t, false)
-	out, err := exec.Command(bin, "--version").CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "logwindow_exporter") {
-		t.Fatalf("%s --version: %v\n%s", bin, err, out)
+	var (
+		bins  []string
+		files []os.FileInfo
+	)
+	for _, name := range []string{"first", "second"} {
+		t.Run(name, func(t *testing.T) {
+			bin := BuildExporter(t, false)
+			out, err := exec.Command(bin, "--version").CombinedOutput()
+			if err != nil || !strings.Contains(string(out), "logwindow_exporter") {
+				t.Fatalf("%s --version: %v\n%s", bin, err, out)
+			}
+			fi, err := os.Stat(bin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bins, files = append(bins, bin), append(files, fi)
+		})
+	}
+	if len(bins) != 2 {
+		t.FailNow()
+	}
+	if filepath.Dir(bins[0]) == filepath.Dir(bins[1]) {
+		t.Errorf("both tests got the exporter in %s", filepath.Dir(bins[0]))
+	}
+	if !os.SameFile(files[0], files[1]) {
+		t.Errorf("%s and %s are two builds", bins[0], bins[1])
+	}
+	if _, err := os.Stat(bins[0]); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s outlived its test (%v)", bins[0], err)
 	}
 }
 
