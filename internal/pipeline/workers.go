@@ -180,6 +180,10 @@ func (w *pool) parse(p *Pipeline, in *stream, slot *atomic.Pointer[binding], bt 
 		case !l.inRead:
 			parseMsg(b, l, bt.bytes(l.msg), bt)
 		case l.block && b.paths == nil:
+			// Only paths of parseBlock's checks: an input with a pool has no candidate
+			// formats, whose session would parse no span (workersOf; a reload that adds
+			// them starts the input anew, readingOf), nor a judged glob, and Block takes
+			// no CRI lines whole.
 			handed += b.spanDone(b.parse.ParseSpan(b.name, bt.msg(l), b.sink))
 		case l.block:
 			for run := bt.msg(l); len(run) > 0; handed++ {

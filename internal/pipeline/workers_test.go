@@ -180,7 +180,8 @@ func runLog(t *testing.T, text string, shards int, in workersInput, now time.Tim
 // and lines too long to read between the counted ones; and with lines of up to the default
 // cap, empty ones among them, at which the follower offers a read's lines whole
 // (batchHold.Block), with and without "\r"s before their "\n"; and with captures of the
-// file's path, which a read's lines taken whole are parsed with one by one.
+// file's path, which a read's lines taken whole are parsed with one by one, their "\r"s
+// stripped as the follower strips them.
 func TestWorkersCountAsOne(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
 	for _, tc := range []struct {
@@ -201,7 +202,7 @@ func TestWorkersCountAsOne(t *testing.T) {
 		{"damaged", workersInput{}, true, true, damagedMaxLine, 4, false},
 		{"damaged, default cap", workersInput{}, true, true, 0, 5, true},
 		{"empty and long lines, default cap", workersInput{}, true, false, 0, 6, false},
-		{"path captures", workersInput{captures: true}, false, false, 0, 7, false},
+		{"path captures, damaged, default cap", workersInput{captures: true}, true, true, 0, 7, false},
 	} {
 		if tc.again && race.Enabled {
 			continue
