@@ -84,11 +84,11 @@ func (m *model) checkSummaries(l *Layout, got []Summary, now int64) error {
 		}
 		wantPrint := fingerprintOf(want)
 		for k := range l.kinds {
-			got := got[i*len(l.kinds)+k].(*bag).vs
-			if p := fingerprintOf(got); p == wantPrint && !p.nan {
+			held := got[i*len(l.kinds)+k].(*bag).vs
+			if p := fingerprintOf(held); p == wantPrint && !p.nan {
 				continue
 			}
-			vs := slices.Sorted(slices.Values(got))
+			vs := slices.Sorted(slices.Values(held))
 			slices.Sort(want)
 			if !slices.Equal(vs, want) {
 				return fmt.Errorf("window %v kind %d ending %d: values %v, want %v", w, k, e, vs, want)
