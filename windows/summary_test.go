@@ -84,11 +84,11 @@ func (m *model) checkSummaries(l *Layout, got []Summary, now int64) error {
 		}
 		wantPrint := fingerprintOf(want)
 		for k := range l.kinds {
-			got := got[i*len(l.kinds)+k].(*bag).vs
-			if p := fingerprintOf(got); p == wantPrint && !p.nan {
+			held := got[i*len(l.kinds)+k].(*bag).vs
+			if p := fingerprintOf(held); p == wantPrint && !p.nan {
 				continue
 			}
-			vs := slices.Sorted(slices.Values(got))
+			vs := slices.Sorted(slices.Values(held))
 			slices.Sort(want)
 			if !slices.Equal(vs, want) {
 				return fmt.Errorf("window %v kind %d ending %d: values %v, want %v", w, k, e, vs, want)
@@ -123,6 +123,47 @@ func fingerprintOf(vs []float64) fingerprint {
 		f.n, f.sum = f.n+1, f.sum+(x^x>>31)
 	}
 	return f
+}
+
+// TestFingerprint: lists of the same values in another order, or with a zero of the
+// other sign, have one fingerprint; lists that differ in ways a plain sum of the values'
+// bits would miss (a sign moved from one value to another, both of two equal values
+// negated, the bits of two values summing to those of two others, a value duplicated and
+// one of the same bits' sum dropped) do not; a NaN is told, to be compared sorted.
+func TestFingerprint(t *testing.T) {
+	ulp := func(n uint64) float64 { return math.Float64frombits(math.Float64bits(1) + n) }
+	nan := math.NaN()
+	for _, tc := range []struct {
+		name string
+		a, b []float64
+		same bool
+	}{
+		{"another order", []float64{1, -2.5, 3, 1}, []float64{3, 1, 1, -2.5}, true},
+		{"zero of the other sign", []float64{0, 7}, []float64{7, math.Copysign(0, -1)}, true},
+		{"sign moved to another value", []float64{1.5, -4}, []float64{-1.5, 4}, false},
+		{"two equal values negated", []float64{2, 2}, []float64{-2, -2}, false},
+		{"bits summing alike", []float64{ulp(1), ulp(4)}, []float64{ulp(2), ulp(3)}, false},
+		{"duplicated and dropped", []float64{ulp(2), ulp(2)}, []float64{ulp(1), ulp(3)}, false},
+		{"one more zero", []float64{3}, []float64{3, 0}, false},
+		{"one value changed", []float64{1, 2, 3}, []float64{1, 2, 3.0000000000000004}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b := fingerprintOf(tc.a), fingerprintOf(tc.b)
+			if (a == b) != tc.same {
+				t.Errorf("%v: %+v, %v: %+v; want the same: %v", tc.a, a, tc.b, b, tc.same)
+			}
+			if a.nan || b.nan {
+				t.Errorf("%v, %v: NaN told", tc.a, tc.b)
+			}
+		})
+	}
+	t.Run("NaN", func(t *testing.T) {
+		for _, vs := range [][]float64{{nan}, {1, nan, 2}, {math.Float64frombits(math.Float64bits(nan) ^ 1)}} {
+			if f := fingerprintOf(vs); !f.nan {
+				t.Errorf("%v: %+v, NaN not told", vs, f)
+			}
+		}
+	})
 }
 
 // TestSummaryReferenceModel runs the reference streams through layouts that keep two
