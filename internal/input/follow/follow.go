@@ -194,12 +194,12 @@ type Options struct {
 	// not given and Stats.LinesRead does not count, or none, to have them handed on one
 	// by one. A caller that takes them goes through them and counts them there: counting
 	// them here would be a pass over the read of its own. Like a line handed on, the
-	// slice may be used after the call only when Lend takes the buffer. Lines are offered so only while the
-	// buffer cannot hold a line too long to read (MaxLineBytes of DefaultMaxLineBytes or
-	// more) and none is being skipped, so every line of the slice is one the handler
-	// would have been given, but for the "\r" before a "\n" it strips (TrimCR). A handler
-	// that hands a read's lines to another goroutine, which finds them anyway, so spares
-	// the reading goroutine handing them on one by one.
+	// slice may be used after the call only when Lend takes the buffer. Lines are offered
+	// so only while the buffer cannot hold a line too long to read (MaxLineBytes of
+	// DefaultMaxLineBytes or more) and none is being skipped, so every line of the slice
+	// is one the handler would have been given, but for the "\r" before a "\n" it strips
+	// (TrimCR). A handler that hands a read's lines to another goroutine, which finds them
+	// anyway, so spares the reading goroutine handing them on one by one.
 	Block func(path string, lines []byte) bool
 	// CaughtUp, when set, is called in the reading goroutine each time it has read every
 	// file to its end, before it waits for more: a handler that hands lines to other

@@ -62,8 +62,13 @@ var builds struct {
 	mu   sync.Mutex
 	main bool   // Main runs the tests
 	dir  string // made by the first build
-	bins map[bool]string
-	errs map[bool]error
+	of   map[bool]build
+}
+
+// build is an exporter built for one race setting, or why it did not build.
+type build struct {
+	bin string
+	err error
 }
 
 // Main runs m's tests and then removes the exporters BuildExporter built for them. The
@@ -111,8 +116,8 @@ func built(race bool) (string, error) {
 	if !builds.main {
 		return "", errors.New("testexec.BuildExporter: the package's TestMain does not call testexec.Main, which removes the built exporters")
 	}
-	if bin, ok := builds.bins[race]; ok {
-		return bin, builds.errs[race]
+	if b, ok := builds.of[race]; ok {
+		return b.bin, b.err
 	}
 	if builds.dir == "" {
 		dir, err := os.MkdirTemp("", "logwindow-testexec")
@@ -120,7 +125,7 @@ func built(race bool) (string, error) {
 			return "", err
 		}
 		builds.dir = dir
-		builds.bins, builds.errs = map[bool]string{}, map[bool]error{}
+		builds.of = map[bool]build{}
 	}
 	sub := "plain"
 	if race {
@@ -131,7 +136,7 @@ func built(race bool) (string, error) {
 	if err == nil {
 		bin, err = Build(dir, race)
 	}
-	builds.bins[race], builds.errs[race] = bin, err
+	builds.of[race] = build{bin, err}
 	return bin, err
 }
 
