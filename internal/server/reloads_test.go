@@ -229,6 +229,12 @@ func TestReloadWaiterLeaves(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	post() // runs the next, once the first ends
+	// The third must come after the second is the one that runs the next reload: else
+	// the third runs it, and the one that runs a reload goes on whether or not its
+	// client went away.
+	for !asked(o.reloads) {
+		time.Sleep(time.Millisecond)
+	}
 	post().Close()
 	if !await.Until(t, func() bool {
 		select {
@@ -240,4 +246,11 @@ func TestReloadWaiterLeaves(t *testing.T) {
 	}) {
 		t.Fatal("the connection of a POST /-/reload whose client went away is held while the reload it waits for runs")
 	}
+}
+
+// asked says whether a reload is asked for that runs once the running one ends.
+func asked(r *reloader) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.next != nil
 }
