@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -407,6 +408,46 @@ rules:
 		}
 		if v := got[fmt.Sprintf(`requests_window{status=%q,window="1h"}`, status)]; v != float64(n) {
 			t.Errorf("requests_window{status=%s,window=1h} = %v, want %d", status, v, n)
+		}
+	}
+}
+
+// TestWorkersTrickle: lines written one at a time, one a second by the injected clock, to a
+// file with parse workers are each counted, in the rules' totals and windows, before the
+// next is written: none waits for a batch to fill or for more lines to come.
+func TestWorkersTrickle(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "access.log")
+	if err := os.WriteFile(log, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var clock atomic.Int64
+	clock.Store(1_700_000_000)
+	now := func() time.Time { return time.Unix(clock.Load(), 0) }
+	p, err := Start(workersConfig(t, log, 2, workersInput{}), Options{Now: now, PollInterval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop()
+	waitReady(t, p)
+	const lines = 5
+	for i := range lines {
+		at := clock.Add(1)
+		appendTo(t, log, fmt.Sprintf("%s 200 %d x\n", time.Unix(at, 0).UTC().Format(time.RFC3339), 10+i))
+		waitRead(t, p, uint64(i+1))
+		got := gatherPipeline(t, p)
+		bytes := float64((i + 1) * (20 + i) / 2) // 10 + 11 + ... + (10+i)
+		for _, s := range []struct {
+			name string
+			want float64
+		}{
+			{`requests_total{status="200"}`, bytes},
+			{`requests_window{status="200",window="1m"}`, bytes},
+			{`timed_total{status="200"}`, float64(i + 1)},
+			{`timed_window{status="200",window="1m"}`, float64(i + 1)},
+		} {
+			if got[s.name] != s.want {
+				t.Errorf("line %d read: %s = %v, want %v", i+1, s.name, got[s.name], s.want)
+			}
 		}
 	}
 }
