@@ -15,6 +15,7 @@ import (
 
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/internal/storage"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/await"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/race"
 )
 
@@ -433,21 +434,29 @@ func TestWorkersTrickle(t *testing.T) {
 	for i := range lines {
 		at := clock.Add(1)
 		appendTo(t, log, fmt.Sprintf("%s 200 %d x\n", time.Unix(at, 0).UTC().Format(time.RFC3339), 10+i))
-		waitRead(t, p, uint64(i+1))
-		got := gatherPipeline(t, p)
 		bytes := float64((i + 1) * (20 + i) / 2) // 10 + 11 + ... + (10+i)
-		for _, s := range []struct {
-			name string
-			want float64
-		}{
-			{`requests_total{status="200"}`, bytes},
-			{`requests_window{status="200",window="1m"}`, bytes},
-			{`timed_total{status="200"}`, float64(i + 1)},
-			{`timed_window{status="200",window="1m"}`, float64(i + 1)},
-		} {
-			if got[s.name] != s.want {
-				t.Errorf("line %d read: %s = %v, want %v", i+1, s.name, got[s.name], s.want)
+		want := map[string]float64{
+			`requests_total{status="200"}`:              bytes,
+			`requests_window{status="200",window="1m"}`: bytes,
+			`timed_total{status="200"}`:                 float64(i + 1),
+			`timed_window{status="200",window="1m"}`:    float64(i + 1),
+		}
+		// A line is counted as read before its rules have it: wait for both. A line
+		// that waited for the next would never be counted, as the next is not written.
+		var got map[string]float64
+		if !await.Until(t, func() bool {
+			got = gatherPipeline(t, p)
+			for name, v := range want {
+				if got[name] != v {
+					return false
+				}
 			}
+			return p.inputStats()[0].LinesRead == uint64(i+1)
+		}) {
+			for name, v := range want {
+				t.Errorf("line %d written: %s = %v, want %v", i+1, name, got[name], v)
+			}
+			t.FailNow()
 		}
 	}
 }
