@@ -167,9 +167,11 @@ const (
 // reads the final one.
 const apacheOriginal = "DLrRsTU"
 
-// apacheFolded are the directives whose argument names an entry of one of Apache's tables
-// (headers, notes, environment), which it looks up whatever its case.
-var apacheFolded = []string{"e", "i", "n", "o", "^ti", "^to"}
+// apacheFolded are the directives (by their letter, ti and to for ^ti and ^to) whose
+// argument Apache reads whatever its case: the name of an entry of one of its tables
+// (headers, trailers, notes, environment), of a cookie, or a keyword (%{ms}T's unit,
+// %{local}p's port, %{tid}P's id). Two that differ only so write one value.
+var apacheFolded = []string{"C", "e", "i", "n", "o", "p", "P", "T", "ti", "to"}
 
 // apacheDirective reads the directive at the start of s and its length. Its modifiers
 // are read as mod_log_config's parse_log_item reads them, in any order: the last < or >
