@@ -288,6 +288,8 @@ func TestApacheNames(t *testing.T) {
 		{"path of the default request", `%h %U %>U`, "h U_original U", ""},
 		{"duration", `%h %T %>T`, "h T_original T", ""},
 		{"duration in ms beside microseconds", `%h %{ms}T %D`, "h T_ms D", ""},
+		{"microseconds, log id and handler", `%D %>D %L %>L %R %>R`, "D_original D L_original L R_original R", ""},
+		{"the last of < and > says", `%<>s %><s`, "s s_original status_class", ""},
 		{"request lines", `%h "%r" "%>r" %>s`, "h r_original r s request_method request_uri uri server_protocol status_class", ""},
 		{"host of the original request", `%h %<h %>s`, "h h_original s status_class", ""},
 		{"a condition beside none", `%h %s %!200,304s`, "h s s_not_200_304 status_class", ""},
