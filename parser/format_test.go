@@ -163,6 +163,10 @@ var formatCases = []formatCase{
 	{"apache status with a condition, logged", `apache_log_format: '%h %>s %!200,304s %400,501{User-agent}i "%{User-agent}i"'`,
 		`1.2.3.4 404 404 - "curl/8"`, map[string]string{"s": "404", "s_original_not_200_304": "404",
 			"i_user_agent_400_501": unsetValue, "i_user_agent": "curl/8"}},
+	// Two conditions and no directive without one: the first keeps the name it had
+	// before directives were named apart.
+	{"apache two conditions of a header", `apache_log_format: '%h %>s %400,501{User-agent}i %!400,501{User-agent}i'`,
+		`1.2.3.4 404 - curl/8`, map[string]string{"i_user_agent": unsetValue, "i_user_agent_not_400_501": "curl/8", "s": "404"}},
 	// The same directive twice writes one value: its capture.
 	{"apache directive twice", `apache_log_format: '%h %>s %h'`,
 		`1.2.3.4 200 1.2.3.4`, map[string]string{"h": "1.2.3.4", "s": "200"}},

@@ -293,37 +293,50 @@ func apacheCondition(statuses []string, negated bool) string {
 // request (%s is s_original beside %>s, which stays s: so the status and its class are the
 // final request's, as they are of common and combined), and one with a condition with the
 // condition after that where the format has the directive with another condition or none
-// (%!200s is s_not_200 beside %s). A directive written twice alike writes one value and
-// keeps one name: the second is read but not captured, as nginx's variables are.
+// (%!200s is s_not_200 beside %s). Where that leaves the name to none of them (%200s
+// %404s, each with a condition), the first keeps it, as it had it before directives were
+// named apart: a rule written then still loads and reads the same directive. A directive
+// written twice alike writes one value and keeps one name: the second is read but not
+// captured, as nginx's variables are.
 func apacheNames(toks []token) {
 	type names struct {
-		final, original bool
-		conditions      map[string]bool
+		final      bool
+		conditions map[string]bool
+		// first is the key of the name's first directive; kept, whether one keeps the name.
+		first string
+		kept  bool
 	}
 	of := map[string]*names{}
-	for _, t := range toks {
+	base := make([]string, len(toks))
+	for i, t := range toks {
 		if t.v == nil {
 			continue
 		}
+		base[i] = t.v.name
 		n := of[t.v.name]
 		if n == nil {
-			n = &names{conditions: map[string]bool{}}
+			n = &names{conditions: map[string]bool{}, first: t.v.key}
 			of[t.v.name] = n
 		}
-		n.original = n.original || t.v.original
 		n.final = n.final || !t.v.original
 		n.conditions[t.v.condition] = true
 	}
-	for _, t := range toks {
+	for i, t := range toks {
 		if t.v == nil {
 			continue
 		}
-		n := of[t.v.name]
+		n := of[base[i]]
 		if t.v.original && n.final {
 			t.v.name += "_original"
 		}
 		if t.v.condition != "" && len(n.conditions) > 1 {
 			t.v.name += "_" + t.v.condition
+		}
+		n.kept = n.kept || t.v.name == base[i]
+	}
+	for i, t := range toks {
+		if t.v != nil && !of[base[i]].kept && t.v.key == of[base[i]].first {
+			t.v.name = base[i]
 		}
 	}
 }

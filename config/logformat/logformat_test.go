@@ -267,7 +267,7 @@ func TestVariableCase(t *testing.T) {
 // redirect has _original after it (the final one keeps the name, so s and its
 // status_class are the final status, as of common and combined, whichever comes first),
 // and one with a condition has the condition after it where the directive is there with
-// another or none. A directive written twice alike (its argument a header's, a note's or a
+// another or none; where none would keep the name, the first does, as before. A directive written twice alike (its argument a header's, a note's or a
 // variable's name in another case, or a condition of its statuses in another order) writes
 // one value, captured once as an nginx variable is; two of one name that write different
 // values are clashes, the second read but not captured.
@@ -294,7 +294,9 @@ func TestApacheNames(t *testing.T) {
 		{"host of the original request", `%h %<h %>s`, "h h_original s status_class", ""},
 		{"a condition beside none", `%h %s %!200,304s`, "h s s_not_200_304 status_class", ""},
 		{"a condition's statuses in order, each once", `%s %!304,0200,304,99,00s`, "s s_not_0_99_200_304 status_class", ""},
-		{"two conditions", `%200s %404s`, "s_200 s_404", ""},
+		{"two conditions: the first keeps the name", `%200s %404s %200s`, "s s_404 status_class", ""},
+		{"a condition of the final request beside the original", `%s %!200>s`, "s s_not_200 status_class", ""},
+		{"two conditions of a header", `%h %400,501{User-agent}i %!400,501{User-agent}i`, "h i_user_agent i_user_agent_not_400_501", ""},
 		{"a condition and the request", `%h %200s %>s`, "h s_original_200 s status_class", ""},
 		{"a condition of a header", `%{User-agent}i %400,501{User-agent}i`, "i_user_agent i_user_agent_400_501", ""},
 		{"a negation without statuses is none", `%!s %s`, "s status_class", ""},
