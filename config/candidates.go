@@ -67,6 +67,7 @@ func (d *decoder) logFormatCandidates(e entry, subject string, in *Input) bool {
 		}
 		d.unquoted(items[i], subject, f)
 		d.pasted(items[i], subject, text, f)
+		d.clashes(items[i], subject, "log_format", text, f)
 		if j := slices.IndexFunc(in.LogFormats, func(g *logformat.Format) bool { return g.ID() == f.ID() }); j >= 0 {
 			d.add(items[i].key.Line, subject, "log_format: %q is the same format as candidate #%d", text, j+1)
 			continue

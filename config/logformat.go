@@ -62,6 +62,7 @@ func (d *decoder) logFormat(entries []entry, subject string, in *Input) {
 			d.formatError(apache, subject, "apache_log_format", text, presets, err)
 			if f != nil {
 				d.apachePasted(apache, subject, text)
+				d.clashes(apache, subject, "apache_log_format", text, f)
 			}
 			in.LogFormat = f
 		}
@@ -130,6 +131,18 @@ func (d *decoder) apachePasted(e entry, subject, text string) {
 	}
 	d.warn(e.key.Line, subject,
 		"apache_log_format: the format is %s, as LogFormat's format: pasted from there, it fits no line Apache writes; give only the text between its quotes", signs)
+}
+
+// clashes warns of each variable of f, given as text, that is read but not captured
+// because an earlier variable that writes another value has its capture's name
+// (logformat.Format.Clashes): a rule could never read it, and without a warning would
+// read the other thinking it is this one.
+func (d *decoder) clashes(e entry, subject, key, text string, f *logformat.Format) {
+	for _, c := range f.Clashes {
+		d.warn(blockLine(e, text, c.At), subject,
+			"%s: %s at byte %d names the capture %s, as %s before it does, though it writes another value: it is read but not captured, and a rule reading %[4]s reads %[5]s; in %[6]s",
+			key, c.Var, c.At, c.Name, c.Of, pointAt(f.Text, c.At))
+	}
 }
 
 // formatText reads the text of a log format key. A key that gives none is refused (refuse),

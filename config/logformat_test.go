@@ -267,6 +267,27 @@ func TestApachePastedWarnings(t *testing.T) {
 	}
 }
 
+// TestApacheClashWarnings: a directive that writes another value than an earlier one of
+// its capture's name (strftime formats that differ in case) is read but not captured,
+// and warned of by its offset, at its line, as one format and as a candidate; directives
+// named apart (the original and the final status), or written twice alike, are not.
+func TestApacheClashWarnings(t *testing.T) {
+	const clash = `warning: input "web": %s: %%{%%D}t at byte 10 names the capture t__d, as %%{%%d}t before it does, though it writes another value: ` +
+		`it is read but not captured, and a rule reading t__d reads %%{%%d}t; in "%%h %%{%%d}t ⟨here⟩%%{%%D}t %%>s"`
+	for _, c := range []struct{ name, input, want string }{
+		{"original and final status", `apache_log_format: '%h %s %>s'`, ""},
+		{"a directive twice", `apache_log_format: '%h %>s %h'`, ""},
+		{"a clash", `apache_log_format: '%h %{%d}t %{%D}t %>s'`, "c.yaml:4: " + fmt.Sprintf(clash, "apache_log_format")},
+		{"a clash in a block", "apache_log_format: |\n      %h %{%d}t %{%D}t %>s", "c.yaml:5: " + fmt.Sprintf(clash, "apache_log_format")},
+		{"a clash of a candidate", `log_format: [combined, '%h %{%d}t %{%D}t %>s']`, "c.yaml:4: " + fmt.Sprintf(clash, "log_format")},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			text := fmt.Sprintf("inputs:\n  - name: web\n    path: /a\n    %s\nrules:\n  - {name: r, labels: {h: '${h}'}}\n", c.input)
+			parseWarned(t, "c.yaml", text, c.want)
+		})
+	}
+}
+
 // TestPresetMistakes: a preset given where it is not one (a candidate's name as the one
 // format, auto in a list, Apache's prefix under apache_log_format) is an error that says
 // where it is one, as the user who wrote it took it for a preset.

@@ -135,6 +135,41 @@ var formatCases = []formatCase{
 	{"apache directives", `apache_log_format: '%a %>s %D %{X-Request-Id}i %U%q'`,
 		`10.0.0.1 200 1234 abc /x?y=1`,
 		map[string]string{"a": "10.0.0.1", "s": "200", "D": "1234", "i_x_request_id": "abc", "U": "/x", "q": "?y=1"}},
+	// A negation without statuses is no condition: %!b writes a size of 0 as "-" as %b does.
+	{"apache size negated without statuses", `apache_log_format: '%h %>s %!b'`,
+		`::1 304 -`, map[string]string{"b": "0", "s": "304"}},
+	// Directives of one letter that read the original request of an internal redirect
+	// and the final one (an ErrorDocument, a rewrite passed through) are captures of
+	// their own: the final one keeps the letter, and status_class and the request's parts
+	// are the final request's, whichever comes first.
+	{"apache original and final status", `apache_log_format: '%h %s %>s'`,
+		`1.2.3.4 302 200`, map[string]string{"s_original": "302", "s": "200", "status_class": "2xx"}},
+	{"apache final status first", `apache_log_format: '%h %>s %s'`,
+		`1.2.3.4 200 302`, map[string]string{"s_original": "302", "s": "200", "status_class": "2xx"}},
+	{"apache original and final path", `apache_log_format: '%h %<U %>U'`,
+		`1.2.3.4 /a /b`, map[string]string{"U_original": "/a", "U": "/b"}},
+	{"apache original and final duration", `apache_log_format: '%h %T %>T %{ms}T %D'`,
+		`1.2.3.4 1 2 2500 2500123`, map[string]string{"T_original": "1", "T": "2", "T_ms": "2500", "D": "2500123"}},
+	{"apache original and final request", `apache_log_format: '%h "%r" "%>r" %>s'`,
+		`1.2.3.4 "GET /old HTTP/1.1" "GET /new?x HTTP/1.1" 200`,
+		map[string]string{"r_original": "GET /old HTTP/1.1", "r": "GET /new?x HTTP/1.1", "uri": "/new", "request_uri": "/new?x"}},
+	{"apache host of the original request", `apache_log_format: '%h %<h %>s'`,
+		`1.2.3.4 5.6.7.8 200`, map[string]string{"h": "1.2.3.4", "h_original": "5.6.7.8"}},
+	// A directive with a condition beside the same without one: "-" for the statuses it
+	// does not log.
+	{"apache status with a condition", `apache_log_format: '%h %>s %!200,304s %400,501{User-agent}i "%{User-agent}i"'`,
+		`1.2.3.4 200 - - "curl/8"`, map[string]string{"s": "200", "s_original_not_200_304": unsetValue,
+			"i_user_agent_400_501": unsetValue, "i_user_agent": "curl/8", "status_class": "2xx"}},
+	{"apache status with a condition, logged", `apache_log_format: '%h %>s %!200,304s %400,501{User-agent}i "%{User-agent}i"'`,
+		`1.2.3.4 404 404 - "curl/8"`, map[string]string{"s": "404", "s_original_not_200_304": "404",
+			"i_user_agent_400_501": unsetValue, "i_user_agent": "curl/8"}},
+	// Two conditions and no directive without one: the first keeps the name it had
+	// before directives were named apart.
+	{"apache two conditions of a header", `apache_log_format: '%h %>s %400,501{User-agent}i %!400,501{User-agent}i'`,
+		`1.2.3.4 404 - curl/8`, map[string]string{"i_user_agent": unsetValue, "i_user_agent_not_400_501": "curl/8", "s": "404"}},
+	// The same directive twice writes one value: its capture.
+	{"apache directive twice", `apache_log_format: '%h %>s %h'`,
+		`1.2.3.4 200 1.2.3.4`, map[string]string{"h": "1.2.3.4", "s": "200"}},
 	// X-Forwarded-For, out of quotes, lists the addresses of each proxy joined by ", ", as a
 	// client behind two of them has it: a space after a comma is in the value.
 	{"X-Forwarded-For of two proxies", `log_format: '$http_x_forwarded_for - $remote_user [$time_local] "$request" $status'`,

@@ -1,8 +1,10 @@
 package logformat
 
 import (
+	"cmp"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -17,7 +19,8 @@ var ApachePresets = map[string]string{
 // ParseApache compiles a mod_log_config format: a preset's name, or the format string
 // (as in httpd.conf, where \" stands for a quote). A directive's capture is named after
 // its letter (%h is h, %>s is s), and one with an argument after both, the argument lower
-// case with _ for what is not a letter or digit (%{User-agent}i is i_user_agent).
+// case with _ for what is not a letter or digit (%{User-agent}i is i_user_agent). Where
+// directives of one name write different values, apacheNames names them apart.
 func ParseApache(text string) (*Format, error) {
 	// A format given in a YAML block (apache_log_format: |) ends with the block's line
 	// break, which is not the format's: no line of a log has one.
@@ -40,6 +43,7 @@ func ParseApache(text string) (*Format, error) {
 	if err != nil {
 		return nil, err
 	}
+	apacheNames(toks)
 	if err := compileText(f, toks); err != nil {
 		return nil, err
 	}
@@ -158,14 +162,47 @@ const (
 	apacheEscaped = "CefhHilmnoqrRuUvV"
 )
 
-// apacheDirective reads the directive at the start of s and its length.
+// apacheOriginal are the directives that read the original request of an internal
+// redirect unless < or > says otherwise (mod_log_config registers them so); every other
+// reads the final one.
+const apacheOriginal = "DLrRsTU"
+
+// apacheFolded are the directives (by their letter, ti and to for ^ti and ^to) whose
+// argument Apache reads whatever its case: the name of an entry of one of its tables
+// (headers, trailers, notes, environment), of a cookie, or a keyword (%{ms}T's unit,
+// %{local}p's port, %{tid}P's id). Two that differ only so write one value.
+var apacheFolded = []string{"C", "e", "i", "n", "o", "p", "P", "T", "ti", "to"}
+
+// apacheDirective reads the directive at the start of s and its length. Its modifiers
+// are read as mod_log_config's parse_log_item reads them, in any order: the last < or >
+// says which request it reads, each ! negates its condition, and its condition is the
+// statuses listed (none: every status).
 func apacheDirective(s string) (*variable, int, *Error) {
 	i := 1
 	arg := ""
+	request := byte(0)
+	negated := false
+	var statuses []string
 	for i < len(s) {
 		switch c := s[i]; {
-		case c == '<' || c == '>' || c == '!' || c == ',' || c >= '0' && c <= '9':
+		case c == '<' || c == '>':
+			request = c
 			i++
+			continue
+		case c == '!':
+			negated = !negated
+			i++
+			continue
+		case c == ',':
+			i++
+			continue
+		case c >= '0' && c <= '9':
+			j := i
+			for j < len(s) && s[j] >= '0' && s[j] <= '9' {
+				j++
+			}
+			statuses = append(statuses, s[i:j])
+			i = j
 			continue
 		case c == '{':
 			end := strings.IndexByte(s[i:], '}')
@@ -197,6 +234,13 @@ func apacheDirective(s string) (*variable, int, *Error) {
 	if arg != "" {
 		v.name += "_" + argName(arg)
 	}
+	v.original = request == '<' || request == 0 && len(letter) == 1 && strings.Contains(apacheOriginal, letter)
+	v.condition = apacheCondition(statuses, negated)
+	argKey := arg
+	if slices.Contains(apacheFolded, letter) {
+		argKey = strings.ToLower(arg)
+	}
+	v.key = fmt.Sprintf("%s{%s}%t %s", letter, argKey, v.original, v.condition)
 	switch {
 	case letter == "t" && arg != "":
 		v.spaces = strftimeSpaces(arg)
@@ -205,7 +249,7 @@ func apacheDirective(s string) (*variable, int, *Error) {
 		}
 	case letter == "i" && strings.EqualFold(arg, "X-Forwarded-For"):
 		v.joined = true
-	case letter == "b" && !strings.ContainsAny(s[1:i], "!0123456789"):
+	case letter == "b" && v.condition == "":
 		// "In CLF format, i.e. a '-' rather than a 0 when no bytes are sent" (its
 		// documentation): a response without a body, of the original request or the
 		// final one too (%<b, %>b). A %b with a condition (%!200b) writes "-" for a
@@ -219,6 +263,82 @@ func apacheDirective(s string) (*variable, int, *Error) {
 		v.lead = '?'
 	}
 	return v, n, nil
+}
+
+// apacheCondition is the condition of a directive as part of a capture name: its
+// statuses in ascending order, each once, after not_ when it is negated (%!304,200s is
+// not_200_304); "" for a directive without one, which writes its value for every status.
+func apacheCondition(statuses []string, negated bool) string {
+	if len(statuses) == 0 {
+		return ""
+	}
+	for i, st := range statuses {
+		if st = strings.TrimLeft(st, "0"); st == "" {
+			st = "0"
+		}
+		statuses[i] = st
+	}
+	slices.SortFunc(statuses, func(a, b string) int { return cmp.Or(cmp.Compare(len(a), len(b)), strings.Compare(a, b)) })
+	name := strings.Join(slices.Compact(statuses), "_")
+	if negated {
+		name = "not_" + name
+	}
+	return name
+}
+
+// apacheNames names apart the directives of a format whose captures would share a name
+// but whose values differ: of the original request and of the final one (%s and %>s,
+// %<U and %U), or with conditions that differ (%s and %!200s). One of the original
+// request is named with _original after its name where the format has one of the final
+// request (%s is s_original beside %>s, which stays s: so the status and its class are the
+// final request's, as they are of common and combined), and one with a condition with the
+// condition after that where the format has the directive with another condition or none
+// (%!200s is s_not_200 beside %s). Where that leaves the name to none of them (%200s
+// %404s, each with a condition), the first keeps it, as it had it before directives were
+// named apart: a rule written then still loads and reads the same directive. A directive
+// written twice alike writes one value and keeps one name: the second is read but not
+// captured, as nginx's variables are.
+func apacheNames(toks []token) {
+	type names struct {
+		final      bool
+		conditions map[string]bool
+		// first is the key of the name's first directive; kept, whether one keeps the name.
+		first string
+		kept  bool
+	}
+	of := map[string]*names{}
+	base := make([]string, len(toks))
+	for i, t := range toks {
+		if t.v == nil {
+			continue
+		}
+		base[i] = t.v.name
+		n := of[t.v.name]
+		if n == nil {
+			n = &names{conditions: map[string]bool{}, first: t.v.key}
+			of[t.v.name] = n
+		}
+		n.final = n.final || !t.v.original
+		n.conditions[t.v.condition] = true
+	}
+	for i, t := range toks {
+		if t.v == nil {
+			continue
+		}
+		n := of[base[i]]
+		if t.v.original && n.final {
+			t.v.name += "_original"
+		}
+		if t.v.condition != "" && len(n.conditions) > 1 {
+			t.v.name += "_" + t.v.condition
+		}
+		n.kept = n.kept || t.v.name == base[i]
+	}
+	for i, t := range toks {
+		if t.v != nil && !of[base[i]].kept && t.v.key == of[base[i]].first {
+			t.v.name = base[i]
+		}
+	}
 }
 
 // strftimeSpaces is how many spaces the time of %{format}t holds: those of its strftime

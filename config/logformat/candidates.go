@@ -122,20 +122,23 @@ func DerivedFrom(name string) (Derived, bool) {
 }
 
 // numericNginx are nginx's variables whose values are numbers (or lists of them, or "-"
-// for an upstream not reached); numericApache the same of mod_log_config's directives.
-var (
-	numericNginx = []string{"status", "request_time", "body_bytes_sent", "bytes_sent", "request_length", "msec",
-		"upstream_response_time", "upstream_connect_time", "upstream_header_time", "upstream_status",
-		"upstream_response_length", "upstream_bytes_received", "upstream_bytes_sent"}
-	numericApache = []string{"s", "b", "B", "D", "T", "I", "O", "S"}
-)
+// for an upstream not reached).
+var numericNginx = []string{"status", "request_time", "body_bytes_sent", "bytes_sent", "request_length", "msec",
+	"upstream_response_time", "upstream_connect_time", "upstream_header_time", "upstream_status",
+	"upstream_response_length", "upstream_bytes_received", "upstream_bytes_sent"}
+
+// numericApache are the letters of mod_log_config's directives that write numbers, by
+// which a capture is numeric whatever it is named (s, s_original, T_ms).
+const numericApache = "sbBDTIOS"
 
 // Numeric reports whether the server writes capture as a number (a list of numbers for
 // an upstream variable, "-" for none), which tells lines of formats of one shape apart
 // (a quoted header where a time would be).
 func (f *Format) Numeric(capture string) bool {
 	if f.Server == Apache {
-		return slices.Contains(numericApache, capture)
+		// A directive ends with its letter (%{ms}T, %>s); ^ti and ^to write text.
+		i := slices.IndexFunc(f.Captures, func(c Capture) bool { return c.Name == capture })
+		return i >= 0 && strings.IndexByte(numericApache, f.Captures[i].Var[len(f.Captures[i].Var)-1]) >= 0
 	}
 	return slices.Contains(numericNginx, capture)
 }

@@ -26,6 +26,9 @@ func FuzzLogFormat(f *testing.F) {
 	f.Add(`$remote_addr "$http_user_agent" ${status}x$msec`, uint8(1), false, `1.2.3.4 "a \"b\" \u0001" 200x1.5`)
 	f.Add(`{"t":"$time_iso8601","r":{"s":$status,"a":["$uri"]},"m":"$a $b"}`, uint8(1), false, "")
 	f.Add(`%h %l %u %t \"%r\" %>s %b \"%{Referer}i\" %{ms}T %U%q %{X}^ti`, uint8(0), true, `::1 - - [x] "GET / HTTP/1.1" 200 - "-" 5 /a?b c`)
+	// Directives of one letter named apart (the original and the final request, a
+	// condition), one written twice, and a clash.
+	f.Add(`%h %s %>s %!200,304s %<U %>U %{%d}t %{%D}t %h`, uint8(0), true, `::1 302 200 - /a /b 05 11/05/24 ::1`)
 	f.Add("$a$b", uint8(2), false, "")
 	f.Add("${a", uint8(0), false, "")
 	f.Add("%{a", uint8(0), true, "")

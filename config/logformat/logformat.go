@@ -93,12 +93,28 @@ type Format struct {
 	Unquoted []string
 	// Derived are the captures computed from others, numbered after Captures (or Fields).
 	Derived []Derived
+	// Clashes are the variables a line is read by but that are not captured, their
+	// capture's name being an earlier variable's that writes another value (Apache's
+	// %{%d}t and %{%D}t are both t__d): a rule reads the earlier one. A variable written
+	// twice alike is no clash: both write one value.
+	Clashes []Clash
+}
+
+// Clash is a variable of a text format left without a capture of its own (Format.Clashes).
+type Clash struct {
+	// Var is the variable as written, At its offset in Text.
+	Var string
+	At  int
+	// Name is the capture's name, which Of, as written, has.
+	Name string
+	Of   string
 }
 
 // Capture is one variable of a text format: a group of its regex.
 type Capture struct {
 	// Name is the capture's name: an nginx variable's own, an Apache directive's letter
-	// (with its argument, lower-cased: %{Referer}i is i_referer).
+	// (with its argument, lower-cased: %{Referer}i is i_referer; named apart from another
+	// of its name by its request or condition: s_original).
 	Name string
 	// Var is the variable as written in the format ($status, %>s), for messages.
 	Var string
@@ -125,7 +141,7 @@ type Piece struct {
 	// after it, a space at the end of the format.
 	Stop rune
 	// Group is a value's group in Regex (Captures[Group-1]); 0 for a variable the format
-	// repeats, read again but not captured.
+	// repeats, read again but not captured, and for one of Clashes.
 	Group int
 	// Optional: the piece (a space before a variable the format ends with) starts a part
 	// the line may leave out, with everything after it.
@@ -344,7 +360,15 @@ type token struct {
 // variable is a variable of a format as its tokenizer read it.
 type variable struct {
 	name, text string
-	escaped    bool
+	// key tells variables of one name apart that write different values: an nginx
+	// variable's name, an Apache directive's letter, argument, request and condition.
+	key     string
+	escaped bool
+	// original: an Apache directive reads the original request of an internal redirect,
+	// not the final one; condition is the statuses it is written for as part of a name
+	// ("" for every status).
+	original  bool
+	condition string
 	// bracketed: the value is in brackets and holds none, whatever follows it (Apache's %t).
 	bracketed bool
 	// list: nginx writes one value per upstream tried, joined by ", " (or " : " after an
@@ -401,7 +425,7 @@ func compileText(f *Format, toks []token) error {
 		}
 		tail -= 2
 	}
-	seen := map[string]bool{}
+	first := map[string]*variable{}
 	for i, t := range toks {
 		if k := strings.IndexByte(t.lit, '\n'); k >= 0 {
 			// A log's lines are read one at a time. The quoted pieces of a directive
@@ -425,11 +449,14 @@ func compileText(f *Format, toks []token) error {
 			}
 		}
 		p := valuePiece(t.v, next, f.Escape)
-		if !seen[t.v.name] {
-			// The second occurrence of a variable is read but not captured again.
-			seen[t.v.name] = true
+		switch had := first[t.v.name]; {
+		case had == nil:
+			first[t.v.name] = t.v
 			f.Captures = append(f.Captures, Capture{Name: t.v.name, Var: t.v.text, Escaped: t.v.escaped, Next: next, List: t.v.list, DashZero: t.v.dashZero})
 			p.Group = len(f.Captures)
+		case had.key != t.v.key:
+			// Read but not captured, as a variable written again is.
+			f.Clashes = append(f.Clashes, Clash{Var: t.v.text, At: t.at, Name: t.v.name, Of: had.text})
 		}
 		f.Pieces = append(f.Pieces, p)
 	}

@@ -1,6 +1,7 @@
 package logformat
 
 import (
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -258,5 +259,96 @@ func TestVariableCase(t *testing.T) {
 	}
 	if f, err := ParseNginx(`{"s":$Status}`, EscapeJSON); err != nil || f.Unquoted != nil {
 		t.Errorf("$Status in a template: %v, unquoted %q; want a number", err, f.Unquoted)
+	}
+}
+
+// TestApacheNames: each Apache directive that writes a value of its own is a capture of
+// its own. Where two would share a name, the one of the original request of an internal
+// redirect has _original after it (the final one keeps the name, so s and its
+// status_class are the final status, as of common and combined, whichever comes first),
+// and one with a condition has the condition after it where the directive is there with
+// another or none; where none would keep the name, the first does, as before. A directive written twice alike (its argument a header's, a note's or a
+// variable's name in another case, or a condition of its statuses in another order) writes
+// one value, captured once as an nginx variable is; two of one name that write different
+// values are clashes, the second read but not captured.
+func TestApacheNames(t *testing.T) {
+	for _, c := range []struct {
+		name, text string
+		want       string // the captures, derived last
+		clashes    string // Var@At>Name, space-separated
+	}{
+		{"status alone", `%h %s`, "h s status_class", ""},
+		{"final status alone", `%h %>s`, "h s status_class", ""},
+		{"original status alone", `%h %<s`, "h s status_class", ""},
+		{"status and final status", `%h %s %>s`, "h s_original s status_class", ""},
+		{"final status first", `%>s %s %h`, "s s_original h status_class", ""},
+		{"status, < and >", `%<s %>s`, "s_original s status_class", ""},
+		{"the original status twice", `%s %<s %>s`, "s_original s status_class", ""},
+		{"path", `%h %<U %>U`, "h U_original U", ""},
+		{"path of the default request", `%h %U %>U`, "h U_original U", ""},
+		{"duration", `%h %T %>T`, "h T_original T", ""},
+		{"duration in ms beside microseconds", `%h %{ms}T %D`, "h T_ms D", ""},
+		{"microseconds, log id and handler", `%D %>D %L %>L %R %>R`, "D_original D L_original L R_original R", ""},
+		{"the last of < and > says", `%<>s %><s`, "s s_original status_class", ""},
+		{"request lines", `%h "%r" "%>r" %>s`, "h r_original r s request_method request_uri uri server_protocol status_class", ""},
+		{"host of the original request", `%h %<h %>s`, "h h_original s status_class", ""},
+		{"a condition beside none", `%h %s %!200,304s`, "h s s_not_200_304 status_class", ""},
+		{"a condition's statuses in order, each once", `%s %!304,0200,304,99,00s`, "s s_not_0_99_200_304 status_class", ""},
+		{"two conditions: the first keeps the name", `%200s %404s %200s`, "s s_404 status_class", ""},
+		{"a condition of the final request beside the original", `%s %!200>s`, "s s_not_200 status_class", ""},
+		{"two conditions of a header", `%h %400,501{User-agent}i %!400,501{User-agent}i`, "h i_user_agent i_user_agent_not_400_501", ""},
+		{"a condition and the request", `%h %200s %>s`, "h s_original_200 s status_class", ""},
+		{"a condition of a header", `%{User-agent}i %400,501{User-agent}i`, "i_user_agent i_user_agent_400_501", ""},
+		{"a negation without statuses is none", `%!s %s`, "s status_class", ""},
+		{"negated twice", `%!!200s %200s`, "s status_class", ""},
+		{"size with a condition, same statuses", `%200b %>s %200b`, "b s status_class", ""},
+		{"the same directive twice", `%h %>s %h`, "h s status_class", ""},
+		{"a header in another case", `%{Referer}i %{referer}i`, "i_referer", ""},
+		{"names Apache looks up whatever their case", `%{A}e %{a}e %{A}n %{a}n %{A}o %{a}o %{A}^ti %{a}^ti %{A}^to %{a}^to`, "e_a n_a o_a ti_a to_a", ""},
+		{"keywords Apache reads whatever their case", `%{A}C %{a}C %{MS}T %{ms}T %{Local}p %{local}p %{TID}P %{tid}P`, "C_a T_ms p_local P_tid", ""},
+		{"the client's address and the peer's", `%{c}a %{C}a`, "a_c", "%{C}a@6>a_c"},
+		{"strftime formats of one name", `%h %{%d}t %{%D}t`, "h t__d", "%{%D}t@10>t__d"},
+		{"headers of one name", `%{X-Foo}i %{X_Foo}i %h`, "i_x_foo h", "%{X_Foo}i@10>i_x_foo"},
+		{"a name made that an argument has", `%s %>s %{original}s`, "s_original s status_class", "%{original}s@7>s_original"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f, err := ParseApache(c.text)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(f.Names(), " "); got != c.want {
+				t.Errorf("captures %s, want %s", got, c.want)
+			}
+			var clashes []string
+			for _, cl := range f.Clashes {
+				if c.text[cl.At:cl.At+len(cl.Var)] != cl.Var || f.Var(cl.Name) != cl.Of {
+					t.Errorf("clash %+v: not the directive at its offset, or not the capture's", cl)
+				}
+				clashes = append(clashes, fmt.Sprintf("%s@%d>%s", cl.Var, cl.At, cl.Name))
+			}
+			if got := strings.Join(clashes, " "); got != c.clashes {
+				t.Errorf("clashes %q, want %q", got, c.clashes)
+			}
+			if i := slices.IndexFunc(f.Derived, func(d Derived) bool { return d.Kind == StatusClass }); i >= 0 && f.Derived[i].From != "s" {
+				t.Errorf("status_class from %s, want s", f.Derived[i].From)
+			}
+		})
+	}
+}
+
+// TestApacheNumeric: a directive that writes a number is numeric whatever its capture is
+// named (the original request's, a condition's, a unit's), as the lines of candidates are
+// told apart by.
+func TestApacheNumeric(t *testing.T) {
+	f, err := ParseApache(`%h %s %>s %!200s %{ms}T %D %{X}i %{X}^ti %b`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{"h": false, "s_original": true, "s": true, "s_original_not_200": true, "T_ms": true, "D": true,
+		"i_x": false, "ti_x": false, "b": true, "status_class": false}
+	for name, numeric := range want {
+		if got := f.Numeric(name); got != numeric {
+			t.Errorf("%s: numeric %v, want %v", name, got, numeric)
+		}
 	}
 }

@@ -123,7 +123,7 @@ func nginxVariable(s string) (*variable, int, *Error) {
 	}
 	// The log module finds its own variables by their exact name; another case is read
 	// through the variables as any other, escaped.
-	v := &variable{name: name, text: s[:n], escaped: !slices.Contains(nginxBuiltins, written),
+	v := &variable{name: name, key: name, text: s[:n], escaped: !slices.Contains(nginxBuiltins, written),
 		list: slices.Contains(nginxLists, name)}
 	switch name {
 	case "time_local":

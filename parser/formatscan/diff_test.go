@@ -124,6 +124,8 @@ var customFormats = []struct {
 	{`$remote_addr "$request"/$status@$host`, logformat.EscapeNone, false},
 	{`[$request]$status`, logformat.EscapeDefault, false},
 	{`%h %r@%>s %b`, 0, true},
+	// Directives named apart, read once each, and one written twice, read twice.
+	{`%h %s %>s %!200,304s "%<U" "%>U" %{%d}t %{%D}t %h`, 0, true},
 }
 
 // compiled is f's regexp and its scanner over it.
