@@ -134,15 +134,32 @@ func TestTruncatedUnreadCounted(t *testing.T) {
 		// run makes the case and returns the bytes it loses.
 		run func(r *lossRun) int64
 	}{{
+		// Counted once: past the rotation grace too, when a glob's truncation is settled.
 		name: "behind, truncated",
 		run: func(r *lossRun) int64 {
 			seen := r.behind(101, 30_000)
-			return seen - r.truncate()
+			seen -= r.truncate()
+			r.settle()
+			return seen
 		},
 	}, {
 		name: "caught up, truncated",
 		run: func(r *lossRun) int64 {
 			writeLines(r.t, r.w, 101, 200)
+			for r.f.readAll() {
+			}
+			r.truncate()
+			r.c.expectExactly(r.t, span{1, 200})
+			return 0
+		},
+	}, {
+		// The NUL bytes a writer preallocated past its text are held back, not unread text.
+		name: "caught up on NULs, truncated",
+		run: func(r *lossRun) int64 {
+			writeLines(r.t, r.w, 101, 200)
+			if _, err := r.w.Write(make([]byte, 8<<10)); err != nil {
+				r.t.Fatal(err)
+			}
 			for r.f.readAll() {
 			}
 			r.truncate()
