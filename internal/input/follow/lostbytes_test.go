@@ -242,6 +242,42 @@ func TestTruncatedUnreadCounted(t *testing.T) {
 			return 0
 		},
 	}, {
+		// A copy still being written when the rotation grace has passed since the
+		// truncation (a slow disk) keeps it: the bytes it is read for are not lost.
+		name: "glob, behind, the copy written past the rotation grace",
+		glob: true,
+		run: func(r *lossRun) int64 {
+			r.behind(101, 30_000)
+			tmp := filepath.Join(r.t.TempDir(), "copy")
+			copyFile(r.t, r.log, tmp)
+			content, err := os.ReadFile(tmp)
+			if err != nil {
+				r.t.Fatal(err)
+			}
+			read := int(r.truncate())
+			cp := create(r.t, r.log+".1")
+			r.f.discover(false)
+			// It grows at each turn, and holds less than the log was read up to: it waits.
+			at := 0
+			for k := 1; k <= 4; k++ {
+				if _, err := cp.Write(content[at : read*k/5]); err != nil {
+					r.t.Fatal(err)
+				}
+				at = read * k / 5
+				r.f.readAll()
+				r.clock.Add(30 * time.Second)
+			}
+			if n := r.lost(); n != 0 {
+				r.t.Errorf("%d bytes lost while their copy was being written", n)
+			}
+			if _, err := cp.Write(content[at:]); err != nil {
+				r.t.Fatal(err)
+			}
+			r.settle()
+			r.expectCut(30_000)
+			return 0
+		},
+	}, {
 		// The copy was made before the log was written to further; the follower saw that
 		// and did not read it: what the copy lacks is lost.
 		name: "glob, behind, written past the copy, seen, then truncated",
