@@ -86,8 +86,10 @@ func (f *Follower) lose(path string, n int64, msg string) {
 // grace, counting as lost what such a file held unread when no copy of it was read
 // (copyRead) and none may be any more: no new file being judged keeps it (judged). At
 // stop, when this follower reads no copy any more, it counts those not settled yet, and
-// forgets none (Truncated). The reader calls it at each turn, and Stop once the reader is
-// done.
+// forgets none (Truncated): a follower resumed from its positions and those (a reload
+// that replaces it, a restart) may still find a copy of one and read it from there, and
+// counts nothing of it then, which the warning says. The reader calls it at each turn, and
+// Stop once the reader is done.
 func (f *Follower) settleTruncations(stop bool) {
 	if len(f.truncated) == 0 {
 		return
@@ -111,7 +113,7 @@ func (f *Follower) settleTruncations(stop bool) {
 	f.mu.Unlock()
 	msg := "file truncated before all it held was read, and no copy of it found"
 	if stop {
-		msg += " before the input stopped"
+		msg += " before the input stopped (one found by the input resumed from its positions is read from there)"
 	}
 	for _, c := range lost {
 		f.lose(c.path, c.lost, msg)
