@@ -94,6 +94,9 @@ var (
 	InputTruncations = Metric{"logwindow_input_truncations_total",
 		"Truncations (copytruncate) seen on the input's files.",
 		[]string{"input"}}
+	InputLostBytes = Metric{"logwindow_input_lost_bytes_total",
+		"Bytes of the input's files lost before they were read, by reason: truncation (a file truncated, by copytruncate or a shell's >, while it held bytes the exporter had seen and not read yet, which no copy of it read either). Bytes written after the exporter's last look at the file are not counted.",
+		[]string{"input", "reason"}}
 	InputErrors = Metric{"logwindow_input_errors_total",
 		"Errors of the input, each logged and retried, by reason: for files watch, list, stat, open, not_regular (a FIFO, a device, a directory), read, symlink (refused: out of the glob's root); for sockets receive, and socket (a unix socket file found removed or replaced, bound again).",
 		[]string{"input", "reason"}}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cespare/xxhash/v2"
+	"github.com/logwindow/logwindow_exporter/config"
 )
 
 // truncation is what a file held before it was found truncated: the copy that
@@ -23,6 +24,12 @@ type truncation struct {
 	hash uint64
 	off  int64 // how far it was read
 	at   time.Time
+	// seen is its size at the reader's last look before the truncation, and lost what it
+	// held past where it was read then, lost unless a copy of it is read (copyRead).
+	// settled says that it was counted (lose), a copy read, or that there is nothing to
+	// count (no glob, whose new files alone are read as copies; an earlier follower's).
+	seen, lost int64
+	settled    bool
 }
 
 // copied is a file that a new file of its directory may be a copy of, with its first
@@ -41,20 +48,109 @@ type copied struct {
 // keepTruncated remembers what t held before it was found truncated, for a glob whose
 // new files may be its copy (judged), as far as it was read, or to the start of the line
 // read in part when whole (its copy holds the rest); the reader calls it, before t starts
-// again.
+// again. What the reader saw t hold past there (NULs held back are no text) is lost with
+// the truncation: counted now when no copy of t can be read (a glob's new file alone may
+// be one, and only of what was read), else once none was within the rotation grace
+// (settleTruncations).
 func (f *Follower) keepTruncated(t *tracked, path string, whole bool) {
-	now := f.o.now()
 	off := t.off
 	if whole {
 		off = t.done.Load()
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.truncated = slices.DeleteFunc(f.truncated, func(c truncation) bool { return now.Sub(c.at) > f.o.RotationGrace })
-	if off == 0 || t.headN == 0 {
+	lost := max(0, t.seen-max(off, t.zeros))
+	copiable := off > 0 && t.headN > 0
+	if !copiable || !config.IsGlob(f.o.Path) {
+		f.lose(path, lost, "file truncated before all it held was read")
+	}
+	if !copiable {
 		return
 	}
-	f.truncated = append(f.truncated, truncation{path: path, id: t.id, head: slices.Clone(t.head[:min(int64(t.headN), off)]), off: off, at: now})
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.truncated = append(f.truncated, truncation{path: path, id: t.id, head: slices.Clone(t.head[:min(int64(t.headN), off)]), off: off, at: f.o.now(),
+		seen: t.seen, lost: lost, settled: !config.IsGlob(f.o.Path)})
+}
+
+// lose counts n bytes of the file at path as lost to its truncation, and warns of them
+// with msg. It is called once per truncation, never per line: bytes, not lines, as what
+// was not read cannot be told into lines.
+func (f *Follower) lose(path string, n int64, msg string) {
+	if n <= 0 {
+		return
+	}
+	f.c.truncatedBytes.Add(uint64(n))
+	f.o.Logger.Warn(msg+": bytes lost", "path", path, "bytes", n)
+}
+
+// settleTruncations forgets the truncations of a glob's files found past the rotation
+// grace, counting as lost what such a file held unread when no copy of it was read
+// (copyRead) and none may be any more: no new file being judged keeps it (judged). At
+// stop, when this follower reads no copy any more, it counts those not settled yet, and
+// forgets none (Truncated): a follower resumed from its positions and those (a reload
+// that replaces it, a restart) may still find a copy of one and read it from there, and
+// counts nothing of it then, which the warning says. The reader calls it at each turn, and
+// Stop once the reader is done.
+func (f *Follower) settleTruncations(stop bool) {
+	if len(f.truncated) == 0 {
+		return
+	}
+	now := f.o.now()
+	var lost []truncation
+	f.mu.Lock()
+	kept := f.truncated[:0]
+	for _, c := range f.truncated {
+		due := stop || now.Sub(c.at) > f.o.RotationGrace && (c.settled || !f.judgeKeeps(c))
+		if due && !c.settled {
+			lost = append(lost, c)
+			c.settled = true
+		}
+		if !due || stop {
+			kept = append(kept, c) // at stop, for Truncated
+		}
+	}
+	clear(f.truncated[len(kept):])
+	f.truncated = kept
+	f.mu.Unlock()
+	msg := "file truncated before all it held was read, and no copy of it found"
+	if stop {
+		msg += " before the input stopped (one found by the input resumed from its positions is read from there)"
+	}
+	for _, c := range lost {
+		f.lose(c.path, c.lost, msg)
+	}
+}
+
+// judgeKeeps reports whether a file judged (a glob's new file, not read yet) keeps c, a
+// truncation it may be a copy of, past the rotation grace (copyCandidates); f.mu must be
+// held.
+func (f *Follower) judgeKeeps(c truncation) bool {
+	return slices.ContainsFunc(f.files, func(u *tracked) bool {
+		return u.judging.Load() && slices.ContainsFunc(u.judgeKept, c.keptAs)
+	})
+}
+
+// keptAs reports whether k, a file judged keeps, is c (copyCandidates).
+func (c truncation) keptAs(k copied) bool { return k.at.Equal(c.at) && k.off == c.off }
+
+// copyRead settles the truncations that candidates held whose copy, size bytes long, is
+// read from off (judged): what such a file held past the copy's end when the reader last
+// saw it (written after the copy was made) is lost.
+func (f *Follower) copyRead(candidates []copied, off, size int64) {
+	var lost []truncation
+	f.mu.Lock()
+	for i := range f.truncated {
+		c := &f.truncated[i]
+		if !c.settled && c.off == off && slices.ContainsFunc(candidates, func(k copied) bool { return k.live == nil && c.keptAs(k) }) {
+			c.settled = true
+			if c.lost = max(0, c.seen-size); c.lost > 0 {
+				lost = append(lost, *c)
+			}
+		}
+	}
+	f.mu.Unlock()
+	for _, c := range lost {
+		f.lose(c.path, c.lost, "file truncated before all it held was read, and its copy holds less")
+	}
 }
 
 // copyWaits reports whether a new file of the glob waits, judged a copy of t, for t's
@@ -187,6 +283,7 @@ func (f *Follower) judged(t *tracked, path string, size int64) bool {
 	t.judgedFrom(off)
 	if off > 0 {
 		f.o.Logger.Info("new file is a copy of a file of its directory (copytruncate), reading it from where that file was read up to", "path", path, "offset", off)
+		f.copyRead(candidates, off, size)
 	}
 	return true
 }
@@ -251,7 +348,7 @@ func (f *Follower) copyCandidates(t *tracked, path string, now time.Time) []copi
 	}
 	f.mu.Unlock()
 	for _, c := range f.truncated {
-		if filepath.Dir(c.path) == dir && now.Sub(c.at) <= f.o.RotationGrace && !slices.ContainsFunc(t.judgeKept, func(k copied) bool { return k.at.Equal(c.at) && k.off == c.off }) {
+		if filepath.Dir(c.path) == dir && now.Sub(c.at) <= f.o.RotationGrace && !slices.ContainsFunc(t.judgeKept, c.keptAs) {
 			t.judgeKept = append(t.judgeKept, copied{head: c.head, hash: c.hash, off: c.off, at: c.at})
 		}
 	}

@@ -73,8 +73,12 @@
 // With logrotate's copytruncate, lines not yet read when the truncation
 // happens are lost: those written between the copy and the truncation (by
 // design of that method, see logrotate(8)), plus the reader's lag, which is
-// near zero with inotify and up to one PollInterval of writes without. The
-// truncation is detected and counted; the loss cannot be measured from here. A
+// near zero with inotify and up to one PollInterval of writes without, and
+// what a reader behind on the file (a burst, a slow handler) had not read yet. The
+// truncation is detected and counted, and so are, in bytes, those the reader saw the
+// file hold past its offset at its last look (tracked.seen), unless a copy of the file
+// is read from there (copies.go), with a warning naming the file; what was written
+// after that look cannot be measured from here. A
 // follower resumed from positions taken before a copytruncate reads the copy from
 // the position (position.go), so that only the first kind is lost then. A line written
 // in part when the copy was made and finished after the truncation (a buffered writer

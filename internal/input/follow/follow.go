@@ -16,6 +16,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/internal/input"
+	"github.com/logwindow/logwindow_exporter/internal/selfmetric"
 )
 
 // Defaults and limits of Options.
@@ -245,6 +246,8 @@ func reasonOf(err error, def reason) reason {
 type counters struct {
 	lines, tooLong, rotations, truncations atomic.Uint64
 	errors                                 [numReasons]atomic.Uint64
+	// truncatedBytes are the bytes lost to truncations (Follower.lose).
+	truncatedBytes atomic.Uint64
 }
 
 func (c *counters) fail(r reason) { c.errors[r].Add(1) }
@@ -450,7 +453,8 @@ func newFollower(opts Options, h input.Handler) (*Follower, error) {
 		// A copy found after the start, within the rotation grace, is judged against them
 		// too: the restart came between the truncation's read and the copy's find.
 		if p.Offset > 0 {
-			f.truncated = append(f.truncated, truncation{path: p.Path, id: fileID{dev: p.Dev, ino: p.Ino}, hash: p.Head, off: p.Offset, at: o.now()})
+			// What it held unread was counted, or not known, by the follower that found it.
+			f.truncated = append(f.truncated, truncation{path: p.Path, id: fileID{dev: p.Dev, ino: p.Ino}, hash: p.Head, off: p.Offset, at: o.now(), settled: true})
 		}
 	}
 	f.r = newLineReader(o, h, &f.c, &f.stopping)
@@ -492,6 +496,7 @@ func (f *Follower) Ready() bool {
 // before, is no lag.
 func (f *Follower) Stats() input.Stats {
 	s := f.c.snapshot()
+	s.Counters = []input.Counter{selfmetric.InputLostBytes.Count(f.c.truncatedBytes.Load(), "truncation")}
 	s.Polling = f.w == nil
 	s.Backfilling = int(f.backfills.Load())
 	f.mu.Lock()
@@ -531,6 +536,7 @@ func (f *Follower) Stop() {
 			_ = f.w.Close()
 		}
 		f.judgeHeld()
+		f.settleTruncations(true)
 		f.mu.Lock()
 		f.final, f.finalDrained = f.positions(), f.drained()
 		for _, t := range f.files {
@@ -656,6 +662,7 @@ func (f *Follower) readAll() (more bool) {
 			f.retireIfIdle(t, paths[i])
 		}
 	}
+	f.settleTruncations(false)
 	f.turns.Add(1)
 	return more
 }
@@ -747,6 +754,7 @@ func (f *Follower) step(t *tracked, path string) bool {
 	} else if size == t.off {
 		return false
 	}
+	t.seen = size
 	if t.zeros > t.off {
 		at := t.pastZeros(size, &f.stopping)
 		if at < 0 {

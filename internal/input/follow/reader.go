@@ -66,6 +66,10 @@ type tracked struct {
 	headN    int
 	lastData time.Time // when bytes were last read, or when it was opened
 	readErr  string    // error already counted
+	// seen is the file's size at the reader's last look that found it as it was read
+	// (step): past the offset, what it knows the file holds and has not read yet, which a
+	// truncation takes (Follower.readAgain).
+	seen int64
 	// encodingKnown says that the file's first bytes told whether it is UTF-8
 	// (lineReader.checkEncoding), and the file was warned of when it is not.
 	encodingKnown bool
@@ -141,7 +145,7 @@ func (t *tracked) differs(want []byte, off int64) (bool, error) {
 // restart makes the next read start at offset 0, forgetting the old content, and what
 // its first bytes said of its encoding: what is written again may be in another.
 func (t *tracked) restart() {
-	t.off = 0
+	t.off, t.seen = 0, 0
 	t.partial = t.partial[:0]
 	t.skipping, t.lead = false, false
 	t.tailN, t.headN = 0, 0
