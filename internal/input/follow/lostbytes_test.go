@@ -105,6 +105,21 @@ func (r *lossRun) expectCut(to int) {
 	}
 }
 
+// caughtUp writes lines 101 to 200 and nul NUL bytes after them, reads them all and
+// truncates the file: nothing was lost that the follower knew of, so it returns 0.
+func (r *lossRun) caughtUp(nul int) int64 {
+	r.t.Helper()
+	writeLines(r.t, r.w, 101, 200)
+	if _, err := r.w.Write(make([]byte, nul)); err != nil {
+		r.t.Fatal(err)
+	}
+	for r.f.readAll() {
+	}
+	r.truncate()
+	r.c.expectExactly(r.t, span{1, 200})
+	return 0
+}
+
 // lost is the follower's count of bytes lost to truncations, which it must report.
 func (r *lossRun) lost() int64 {
 	r.t.Helper()
@@ -144,28 +159,11 @@ func TestTruncatedUnreadCounted(t *testing.T) {
 		},
 	}, {
 		name: "caught up, truncated",
-		run: func(r *lossRun) int64 {
-			writeLines(r.t, r.w, 101, 200)
-			for r.f.readAll() {
-			}
-			r.truncate()
-			r.c.expectExactly(r.t, span{1, 200})
-			return 0
-		},
+		run:  func(r *lossRun) int64 { return r.caughtUp(0) },
 	}, {
 		// The NUL bytes a writer preallocated past its text are held back, not unread text.
 		name: "caught up on NULs, truncated",
-		run: func(r *lossRun) int64 {
-			writeLines(r.t, r.w, 101, 200)
-			if _, err := r.w.Write(make([]byte, 8<<10)); err != nil {
-				r.t.Fatal(err)
-			}
-			for r.f.readAll() {
-			}
-			r.truncate()
-			r.c.expectExactly(r.t, span{1, 200})
-			return 0
-		},
+		run:  func(r *lossRun) int64 { return r.caughtUp(8 << 10) },
 	}, {
 		name: "caught up, written and truncated between two looks",
 		run: func(r *lossRun) int64 {
