@@ -40,8 +40,8 @@ type copied struct {
 
 // keepTruncated remembers what t held before it was found truncated, for a glob whose
 // new files may be its copy (judged), as far as it was read, or to the start of the line
-// read in part when whole (its copy holds the rest); the reader calls it, before t starts
-// again.
+// read in part when whole (its copy holds the rest), and hands it to the new files that
+// wait to be judged; the reader calls it, before t starts again.
 func (f *Follower) keepTruncated(t *tracked, path string, whole bool) {
 	now := f.o.now()
 	off := t.off
@@ -54,7 +54,15 @@ func (f *Follower) keepTruncated(t *tracked, path string, whole bool) {
 	if off == 0 || t.headN == 0 {
 		return
 	}
-	f.truncated = append(f.truncated, truncation{path: path, id: t.id, head: slices.Clone(t.head[:min(int64(t.headN), off)]), off: off, at: now})
+	c := truncation{path: path, id: t.id, head: slices.Clone(t.head[:min(int64(t.headN), off)]), off: off, at: now}
+	f.truncated = append(f.truncated, c)
+	// The new files of its directory found already keep it however long the reader takes
+	// to judge them: one stalled past the grace would read such a copy from its start.
+	for _, u := range f.files {
+		if u.judging.Load() && filepath.Dir(u.path) == filepath.Dir(path) {
+			u.judgeKept = append(u.judgeKept, copied{head: c.head, off: c.off, at: c.at})
+		}
+	}
 }
 
 // copyWaits reports whether a new file of the glob waits, judged a copy of t, for t's
