@@ -570,7 +570,12 @@ func (r *equivRun) copyTruncate() {
 
 // copyTruncateUnread is copyTruncate's without waiting for the running exporter: the
 // lines it has not read yet are in the copy, or in the log still when the exporter read
-// the log after the copy but before its truncation.
+// the log after the copy but before its truncation. With a glob of the rotated names, the
+// truncation waits until the running exporter has found the copy: the exporter may have
+// read a line in part (a look during its write), which it hands on whole from the copy
+// only when it knows of the copy as it finds the log truncated, and else as its head,
+// the copy read on past it. The copy is written once the exporter has seen the file
+// read under its name before move up a number, so that the name read is the copy's.
 func (r *equivRun) copyTruncateUnread() {
 	r.t.Helper()
 	data, err := os.ReadFile(r.log)
@@ -578,9 +583,17 @@ func (r *equivRun) copyTruncateUnread() {
 		r.t.Fatal(err)
 	}
 	to := r.newRotated()
+	found := func(want bool) {
+		r.t.Helper()
+		if r.p != nil && r.copies && !await.Until(r.t, func() bool { return r.reads(to) == want }) {
+			r.t.Fatalf("%s read %v, want %v: input stats %+v\n%s", to, !want, want, r.p.inputStats(), r.out.String())
+		}
+	}
+	found(false)
 	if err := os.WriteFile(to, data, 0o644); err != nil {
 		r.t.Fatal(err)
 	}
+	found(true)
 	if err := os.Truncate(r.log, 0); err != nil {
 		r.t.Fatal(err)
 	}

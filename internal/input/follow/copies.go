@@ -47,11 +47,11 @@ type copied struct {
 
 // keepTruncated remembers what t held before it was found truncated, for a glob whose
 // new files may be its copy (judged), as far as it was read, or to the start of the line
-// read in part when whole (its copy holds the rest); the reader calls it, before t starts
-// again. What the reader saw t hold past there (NULs held back are no text) is lost with
-// the truncation: counted now when no copy of t can be read (a glob's new file alone may
-// be one, and only of what was read), else once none was within the rotation grace
-// (settleTruncations).
+// read in part when whole (its copy holds the rest), and hands it to the new files that
+// wait to be judged; the reader calls it, before t starts again. What the reader saw t
+// hold past there (NULs held back are no text) is lost with the truncation: counted now
+// when no copy of t can be read (a glob's new file alone may be one, and only of what was
+// read), else once none was within the rotation grace (settleTruncations).
 func (f *Follower) keepTruncated(t *tracked, path string, whole bool) {
 	off := t.off
 	if whole {
@@ -67,8 +67,16 @@ func (f *Follower) keepTruncated(t *tracked, path string, whole bool) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.truncated = append(f.truncated, truncation{path: path, id: t.id, head: slices.Clone(t.head[:min(int64(t.headN), off)]), off: off, at: f.o.now(),
-		seen: t.seen, lost: lost, settled: !config.IsGlob(f.o.Path)})
+	c := truncation{path: path, id: t.id, head: slices.Clone(t.head[:min(int64(t.headN), off)]), off: off, at: f.o.now(),
+		seen: t.seen, lost: lost, settled: !config.IsGlob(f.o.Path)}
+	f.truncated = append(f.truncated, c)
+	// The new files of its directory found already keep it however long the reader takes
+	// to judge them: one stalled past the grace would read such a copy from its start.
+	for _, u := range f.files {
+		if u.judging.Load() && filepath.Dir(u.path) == filepath.Dir(path) {
+			u.judgeKept = append(u.judgeKept, copied{head: c.head, off: c.off, at: c.at})
+		}
+	}
 }
 
 // lose counts n bytes of the file at path as lost to its truncation, and warns of them

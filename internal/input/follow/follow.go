@@ -557,7 +557,8 @@ func (f *Follower) Stop() {
 // judgeHeld judges the files held back that the reader has not told yet, so that the
 // positions Stop leaves have a copy where it is read from (judged): passed over, it would
 // be read from its start by the follower that resumes from them, its original's position
-// past its truncation. Stop calls it once the reader is done.
+// past its truncation. Stop calls it once the reader is done, and the reader when it
+// finds a file truncated within a line (readAgain).
 func (f *Follower) judgeHeld() {
 	f.mu.Lock()
 	var held []*tracked
@@ -805,7 +806,12 @@ func (f *Follower) readAgain(t *tracked, path string, size int64) {
 	f.o.Logger.Info("file truncated, reading it again from the start", "path", path, "offset", t.off, "size", size)
 	// The bytes that could have completed a last line without a newline are gone: it
 	// is final, as when its file is retired; unless a copy of the file waits for this
-	// truncation (judged), which holds them, and is read from the line's start.
+	// truncation (judged), which holds them, and is read from the line's start. A copy
+	// the scan found whose turn has not come yet is judged now: the log comes before it
+	// in a turn, and its head would be handed on as a line, the copy read on past it.
+	if len(t.partial) > 0 && !t.skipping && !t.lead {
+		f.judgeHeld()
+	}
 	whole := !t.skipping && !t.lead && f.copyWaits(t)
 	f.keepTruncated(t, path, whole)
 	if !whole {

@@ -69,3 +69,63 @@ func TestHalfLineAcrossCopyTruncate(t *testing.T) {
 		})
 	}
 }
+
+// TestLineReadInPartCopyFoundFirst: a line its writer wrote whole, read in part (the
+// reader looked while the write was under way), then logrotate's copytruncate, whose copy
+// a glob of the rotated names found before the reader turned to the log again, but had not
+// judged yet: the reader, finding the log truncated, judges the copy first, which holds
+// the line's rest, so the line is handed on once, whole, from the copy, not as its head,
+// and the copy read on from within it (its rest no line).
+func TestLineReadInPartCopyFoundFirst(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "access.log")
+	w := create(t, log)
+	col := newCollector()
+	f, clock, _ := handDriven(t, filepath.Join(dir, "access.log*"), col.handle)
+	writeLines(t, w, 1, 10)
+	line := numbered(11)
+	if _, err := w.Write(line[:40]); err != nil {
+		t.Fatal(err)
+	}
+	f.readAll()
+	if _, err := w.Write(line[40:]); err != nil {
+		t.Fatal(err)
+	}
+	copyFile(t, log, log+".1")
+	f.discover(false)
+	if err := os.Truncate(log, 0); err != nil {
+		t.Fatal(err)
+	}
+	writeLines(t, w, 12, 20)
+	f.readAll() // the truncation read before the copy's turn, within the grace
+	settle(f, clock)
+	col.expectExactly(t, span{1, 20})
+}
+
+// TestCopyFoundFirstJudgedPastGrace: logrotate's copytruncate, whose copy a glob of the
+// rotated names found before the reader read the log's truncation, and which the reader
+// came to judge only past the rotation grace after (stalled: a loaded machine): the copy
+// is read on from where the log was read up to, as it would be within the grace, not
+// from its start, whose lines were read from the log.
+func TestCopyFoundFirstJudgedPastGrace(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "access.log")
+	w := create(t, log)
+	col := newCollector()
+	f, clock, _ := handDriven(t, filepath.Join(dir, "access.log*"), col.handle)
+	writeLines(t, w, 1, 10)
+	f.readAll()
+	copyFile(t, log, log+".1")
+	f.discover(false)
+	if err := os.Truncate(log, 0); err != nil {
+		t.Fatal(err)
+	}
+	writeLines(t, w, 11, 20)
+	f.mu.Lock()
+	logFile := f.files[0]
+	f.mu.Unlock()
+	f.step(logFile, log) // the log's turn only: the truncation read, the copy not judged
+	clock.Add(2 * time.Minute)
+	settle(f, clock)
+	col.expectExactly(t, span{1, 20})
+}
