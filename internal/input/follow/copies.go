@@ -338,19 +338,26 @@ func (t *tracked) judgedFrom(off int64) {
 	t.judgeOf.Store(nil)
 }
 
+// liveOriginal reports whether a file at path may be a copy of u, read at its path up to
+// done (copied, live): u is of its directory, read up to a line's end, not judged itself,
+// and path is named as one of its rotated files. The reader calls it, f.mu held.
+func (u *tracked) liveOriginal(path string, done int64) bool {
+	// The name first: it tells most files apart at their first bytes, without a copy.
+	return rotatedName(filepath.Base(u.path), filepath.Base(path)) && !u.rotated && done > 0 && u.headN > 0 &&
+		!u.judging.Load() && filepath.Dir(u.path) == filepath.Dir(path)
+}
+
 // copyCandidates are the files t, at path, may be a copy of (copied): the files of its
 // directory at a path of the input that path is a rotated name of, as far as they were
 // read, and those found truncated lately or while t was judged (kept in t, as a copy
 // still written may take longer than they are kept). The reader calls it.
 func (f *Follower) copyCandidates(t *tracked, path string, now time.Time) []copied {
 	var out []copied
-	dir, name := filepath.Dir(path), filepath.Base(path)
+	dir := filepath.Dir(path)
 	f.mu.Lock()
 	for _, u := range f.files {
-		// The name first: it tells most files apart at their first bytes, without a copy.
 		// Up to its last line handed on: the rest of a line read in part is the copy's.
-		if done := u.done.Load(); rotatedName(filepath.Base(u.path), name) && u != t && !u.rotated && done > 0 && u.headN > 0 &&
-			!u.judging.Load() && filepath.Dir(u.path) == dir {
+		if done := u.done.Load(); u != t && u.liveOriginal(path, done) {
 			out = append(out, copied{head: u.head[:min(int64(u.headN), done)], off: done, live: u})
 		}
 	}

@@ -535,7 +535,7 @@ func (f *Follower) Stop() {
 		if f.w != nil {
 			_ = f.w.Close()
 		}
-		f.judgeHeld()
+		f.judgeHeld(nil)
 		f.settleTruncations(true)
 		f.mu.Lock()
 		f.final, f.finalDrained = f.positions(), f.drained()
@@ -557,14 +557,16 @@ func (f *Follower) Stop() {
 // judgeHeld judges the files held back that the reader has not told yet, so that the
 // positions Stop leaves have a copy where it is read from (judged): passed over, it would
 // be read from its start by the follower that resumes from them, its original's position
-// past its truncation. Stop calls it once the reader is done, and the reader when it
-// finds a file truncated within a line (readAgain).
-func (f *Follower) judgeHeld() {
+// past its truncation. Stop calls it once the reader is done, of all (of nil); the reader
+// when it finds of truncated within a line (readAgain), of those alone that may wait for
+// that truncation (copied, live): any other is judged in its turn, once the truncation is
+// kept (keepTruncated), as it may be a copy of it still.
+func (f *Follower) judgeHeld(of *tracked) {
 	f.mu.Lock()
 	var held []*tracked
 	var paths []string
 	for _, t := range f.files {
-		if t.judging.Load() {
+		if t.judging.Load() && (of == nil || of.liveOriginal(t.path, of.done.Load())) {
 			held, paths = append(held, t), append(paths, t.path)
 		}
 	}
@@ -807,10 +809,11 @@ func (f *Follower) readAgain(t *tracked, path string, size int64) {
 	// The bytes that could have completed a last line without a newline are gone: it
 	// is final, as when its file is retired; unless a copy of the file waits for this
 	// truncation (judged), which holds them, and is read from the line's start. A copy
-	// the scan found whose turn has not come yet is judged now: the log comes before it
-	// in a turn, and its head would be handed on as a line, the copy read on past it.
+	// the scan found, named as one of the log's rotated files, whose turn has not come
+	// yet is judged now: the log comes before it in a turn, and its head would be handed
+	// on as a line, the copy read on past it.
 	if len(t.partial) > 0 && !t.skipping && !t.lead {
-		f.judgeHeld()
+		f.judgeHeld(t)
 	}
 	whole := !t.skipping && !t.lead && f.copyWaits(t)
 	f.keepTruncated(t, path, whole)

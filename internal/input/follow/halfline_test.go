@@ -75,31 +75,55 @@ func TestHalfLineAcrossCopyTruncate(t *testing.T) {
 // a glob of the rotated names found before the reader turned to the log again, but had not
 // judged yet: the reader, finding the log truncated, judges the copy first, which holds
 // the line's rest, so the line is handed on once, whole, from the copy, not as its head,
-// and the copy read on from within it (its rest no line).
+// and the copy read on from within it (its rest no line). A new file that cannot wait for
+// the log (not named as one of its rotated files, or the log read up to no line's end) is
+// judged in its turn, once the truncation is kept: judged before, with nothing it may be a
+// copy of, it would be read from its start, what was read of the log counted twice; the
+// line is handed on as its head then, cut.
 func TestLineReadInPartCopyFoundFirst(t *testing.T) {
-	dir := t.TempDir()
-	log := filepath.Join(dir, "access.log")
-	w := create(t, log)
-	col := newCollector()
-	f, clock, _ := handDriven(t, filepath.Join(dir, "access.log*"), col.handle)
-	writeLines(t, w, 1, 10)
-	line := numbered(11)
-	if _, err := w.Write(line[:40]); err != nil {
-		t.Fatal(err)
+	for _, c := range []struct {
+		name string
+		copy string // the copy's name
+		// lines is how many whole lines the log holds before the one read in part.
+		lines int
+		cut   bool // the line read in part is handed on as its head
+	}{
+		{name: "named as rotated", copy: "access.log.1", lines: 10},
+		{name: "not named as rotated", copy: "access.log.old", lines: 10, cut: true},
+		{name: "no line read whole", copy: "access.log.1", cut: true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			log := filepath.Join(dir, "access.log")
+			w := create(t, log)
+			col := newCollector()
+			f, clock, _ := handDriven(t, filepath.Join(dir, "access.log*"), col.handle)
+			writeLines(t, w, 1, c.lines)
+			line := numbered(c.lines + 1)
+			if _, err := w.Write(line[:40]); err != nil {
+				t.Fatal(err)
+			}
+			f.readAll()
+			if _, err := w.Write(line[40:]); err != nil {
+				t.Fatal(err)
+			}
+			copyFile(t, log, filepath.Join(dir, c.copy))
+			f.discover(false)
+			if err := os.Truncate(log, 0); err != nil {
+				t.Fatal(err)
+			}
+			writeLines(t, w, c.lines+2, 20)
+			f.readAll() // the truncation read before the copy's turn, within the grace
+			settle(f, clock)
+			if !c.cut {
+				col.expectExactly(t, span{1, 20})
+				return
+			}
+			if lost, dup, malformed := col.tally(span{1, 20}); lost != 1 || dup != 0 || malformed != 1 {
+				t.Errorf("lost=%d duplicated=%d malformed=%d, want the line read in part cut, nothing else", lost, dup, malformed)
+			}
+		})
 	}
-	f.readAll()
-	if _, err := w.Write(line[40:]); err != nil {
-		t.Fatal(err)
-	}
-	copyFile(t, log, log+".1")
-	f.discover(false)
-	if err := os.Truncate(log, 0); err != nil {
-		t.Fatal(err)
-	}
-	writeLines(t, w, 12, 20)
-	f.readAll() // the truncation read before the copy's turn, within the grace
-	settle(f, clock)
-	col.expectExactly(t, span{1, 20})
 }
 
 // TestCopyFoundFirstJudgedPastGrace: logrotate's copytruncate, whose copy a glob of the
