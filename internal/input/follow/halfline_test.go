@@ -130,26 +130,51 @@ func TestLineReadInPartCopyFoundFirst(t *testing.T) {
 // rotated names found before the reader read the log's truncation, and which the reader
 // came to judge only past the rotation grace after (stalled: a loaded machine): the copy
 // is read on from where the log was read up to, as it would be within the grace, not
-// from its start, whose lines were read from the log.
+// from its start, whose lines were read from the log. A new file of another directory
+// that begins as the log did (a replica's log) is no copy of it, read from its start.
 func TestCopyFoundFirstJudgedPastGrace(t *testing.T) {
-	dir := t.TempDir()
-	log := filepath.Join(dir, "access.log")
-	w := create(t, log)
-	col := newCollector()
-	f, clock, _ := handDriven(t, filepath.Join(dir, "access.log*"), col.handle)
-	writeLines(t, w, 1, 10)
-	f.readAll()
-	copyFile(t, log, log+".1")
-	f.discover(false)
-	if err := os.Truncate(log, 0); err != nil {
-		t.Fatal(err)
+	for _, c := range []struct {
+		name string
+		new  string // the new file, copied from the log, under the glob's directory
+		// from is the first line of it read (11, past its last: none).
+		from int
+	}{
+		{name: "copy", new: "a/access.log.1", from: 11},
+		{name: "another directory's log", new: "b/access.log", from: 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for _, sub := range []string{"a", "b"} {
+				if err := os.Mkdir(filepath.Join(dir, sub), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			log := filepath.Join(dir, "a", "access.log")
+			w := create(t, log)
+			col, other := newCollector(), newCollector()
+			f, clock, _ := handDriven(t, filepath.Join(dir, "*", "access.log*"), func(path string, line []byte) {
+				if path == log {
+					col.handle(path, line)
+				} else {
+					other.handle(path, line)
+				}
+			})
+			writeLines(t, w, 1, 10)
+			f.readAll()
+			copyFile(t, log, filepath.Join(dir, c.new))
+			f.discover(false)
+			if err := os.Truncate(log, 0); err != nil {
+				t.Fatal(err)
+			}
+			writeLines(t, w, 11, 20)
+			f.mu.Lock()
+			logFile := f.files[0]
+			f.mu.Unlock()
+			f.step(logFile, log) // the log's turn only: the truncation read, the new file not judged
+			clock.Add(2 * time.Minute)
+			settle(f, clock)
+			col.expectExactly(t, span{1, 20})
+			other.expectExactly(t, span{c.from, 10})
+		})
 	}
-	writeLines(t, w, 11, 20)
-	f.mu.Lock()
-	logFile := f.files[0]
-	f.mu.Unlock()
-	f.step(logFile, log) // the log's turn only: the truncation read, the copy not judged
-	clock.Add(2 * time.Minute)
-	settle(f, clock)
-	col.expectExactly(t, span{1, 20})
 }
