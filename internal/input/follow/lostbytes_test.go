@@ -95,6 +95,23 @@ func (r *lossRun) settle() {
 	settle(r.f, r.clock)
 }
 
+// truncateStalled is truncate with the glob's new files found before, which the reader
+// comes to judge only past the rotation grace after the log's turn finds it truncated (a
+// loaded machine).
+func (r *lossRun) truncateStalled() {
+	r.t.Helper()
+	r.f.discover(false)
+	if err := r.w.Truncate(0); err != nil {
+		r.t.Fatal(err)
+	}
+	r.f.mu.Lock()
+	log := r.f.files[0]
+	r.f.mu.Unlock()
+	r.f.step(log, r.log)
+	r.base = r.handed
+	r.clock.Add(2 * time.Minute)
+}
+
 // expectCut fails unless every line of 1..to was handed on once, but for the line read
 // in part when the log was found truncated with no copy of it judged yet, which is handed
 // on as read (its rest in the copy, read from where the log was read up to, is not).
@@ -274,6 +291,32 @@ func TestTruncatedUnreadCounted(t *testing.T) {
 			r.settle()
 			r.expectCut(30_000)
 			return 0
+		},
+	}, {
+		// Kept by the copy found before it was read (keepTruncated): not lost, nor the
+		// copy read from its start.
+		name: "glob, behind, copied, the copy judged past the rotation grace",
+		glob: true,
+		run: func(r *lossRun) int64 {
+			r.behind(101, 30_000)
+			copyFile(r.t, r.log, r.log+".1")
+			r.truncateStalled()
+			r.settle()
+			r.c.expectExactly(r.t, span{1, 30_000})
+			return 0
+		},
+	}, {
+		// What the copy lacks is lost, counted once: when the copy is read.
+		name: "glob, behind, written past the copy, seen, the copy judged past the rotation grace",
+		glob: true,
+		run: func(r *lossRun) int64 {
+			writeLines(r.t, r.w, 101, 30_000)
+			copied := int64(copyFile(r.t, r.log, r.log+".1")) * lineLen
+			seen := r.behind(30_001, 31_000)
+			r.truncateStalled()
+			r.settle()
+			r.expectCut(30_000)
+			return seen - copied
 		},
 	}, {
 		// The copy was made before the log was written to further; the follower saw that
