@@ -58,8 +58,8 @@ func (f *Follower) keepTruncated(t *tracked, path string, whole bool) {
 		off = t.done.Load()
 	}
 	lost := max(0, t.seen-max(off, t.zeros))
-	copiable := off > 0 && t.headN > 0
-	if !copiable || !config.IsGlob(f.o.Path) {
+	copiable, glob := off > 0 && t.headN > 0, config.IsGlob(f.o.Path)
+	if !copiable || !glob {
 		f.lose(path, lost, "file truncated before all it held was read")
 	}
 	if !copiable {
@@ -68,7 +68,7 @@ func (f *Follower) keepTruncated(t *tracked, path string, whole bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	c := truncation{path: path, id: t.id, head: slices.Clone(t.head[:min(int64(t.headN), off)]), off: off, at: f.o.now(),
-		seen: t.seen, lost: lost, settled: !config.IsGlob(f.o.Path)}
+		seen: t.seen, lost: lost, settled: !glob}
 	f.truncated = append(f.truncated, c)
 	// The new files of its directory found already keep it however long the reader takes
 	// to judge them: one stalled past the grace would read such a copy from its start.
