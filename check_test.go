@@ -36,9 +36,9 @@ func TestConfigCheckAsTheStart(t *testing.T) {
 		}
 		return path
 	}
-	rules := write("rules.yaml", "rules: [{name: r, match: x}]\n")
+	rules := write("rules.yaml", "inputs: [{syslog: 'udp://127.0.0.1:5140'}]\nrules: [{name: r, match: x}]\n")
 	socketNoDir := write("socket-no-dir.yaml", "inputs: [{name: nginx, syslog: 'unixgram://"+dir+"/run/nginx.sock'}]\nrules: [{name: r, match: x}]\n")
-	wideBudget := write("wide-budget.yaml", "global: {max_series_per_rule: 1000000}\nrules: [{name: r, match: '(?P<a>x)', labels: {a: '${a}'}}]\n")
+	wideBudget := write("wide-budget.yaml", "global: {max_series_per_rule: 1000000}\ninputs: [{syslog: 'udp://127.0.0.1:5140'}]\nrules: [{name: r, match: '(?P<a>x)', labels: {a: '${a}'}}]\n")
 	badRules := write("bad-rules.yaml", "rules: [{name: r, match: '('}]\n")
 	write("cert.pem", string(cert))
 	write("key.pem", string(key))

@@ -340,7 +340,7 @@ func TestFlagValueRefusedNamed(t *testing.T) {
 // Without --config.file the exporter reads logwindow.yml, else logwindow.yaml (the
 // extension of every example), and says which; with both it reads the first and warns.
 func TestDefaultConfigFile(t *testing.T) {
-	oneRule := "rules:\n  - {name: a, match: 'x'}\n"
+	oneRule := "inputs: [{syslog: 'udp://127.0.0.1:5140'}]\nrules:\n  - {name: a, match: 'x'}\n"
 	twoRules := oneRule + "  - {name: b, match: 'y'}\n"
 	cases := []struct {
 		name   string
@@ -381,7 +381,7 @@ func TestDefaultConfigFile(t *testing.T) {
 // stderr, naming the file, the line and the rule.
 func TestConfigCheckWarns(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "rules.yaml")
-	rules := "rules:\n  - name: r\n    match: '(?P<v>.*)'\n    labels: {route: '${v}'}\n    rewrite:\n      - {label: route, regex: 'z*', replacement: '-'}\n"
+	rules := "rules:\n  - name: r\n    match: '(?P<v>.*)'\n    labels: {route: '${v}'}\n    rewrite:\n      - {label: route, regex: 'z*', replacement: '-'}\ninputs: [{syslog: 'udp://127.0.0.1:5140'}]\n"
 	if err := os.WriteFile(path, []byte(rules), 0o644); err != nil {
 		t.Fatal(err)
 	}

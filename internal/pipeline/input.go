@@ -908,8 +908,12 @@ func (in *stream) release() {
 // path would otherwise give a healthy exporter with forever empty panels. Directories
 // count as no file: the follower passes over a glob's directories without a word, so a
 // glob that stops a level short of the files (pods/* for pods/*/*.log) would read nothing
-// with nothing said.
+// with nothing said. A rule file of no input at all, which --replay reads files with,
+// has its rules read no line while served: that is said too.
 func MissingInputs(cfg *config.Config) []string {
+	if len(cfg.Inputs) == 0 {
+		return []string{"no inputs: served, the rules read no line; give inputs: (files, globs or syslog sockets), or read files once with --replay FILE"}
+	}
 	var out []string
 	for _, ci := range cfg.Inputs {
 		if ci.File == nil {

@@ -197,9 +197,9 @@ next:
 	return false
 }
 
-// MissingInputs names each input whose path matches no file, by name or path: a glob that
-// matches only directories (a pod's, its files' level left out) reads nothing either, as
-// does a path that is a directory.
+// MissingInputs names each input whose path matches no file, by name or path, and a rule
+// file of no input at all: a glob that matches only directories (a pod's, its files'
+// level left out) reads nothing either, as does a path that is a directory.
 func TestMissingInputs(t *testing.T) {
 	dir := t.TempDir()
 	present := filepath.Join(dir, "present.log")
@@ -231,6 +231,14 @@ rules: [{name: lines, match: x}]
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+
+	none, err := config.Parse([]byte("rules: [{name: lines, match: x}]\n"), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := MissingInputs(none), "no inputs: served, the rules read no line"; len(got) != 1 || !strings.HasPrefix(got[0], want) {
+		t.Errorf("a rule file of no input: %q, want one warning beginning %q", got, want)
 	}
 }
 
