@@ -56,12 +56,32 @@ func TestChartValueMistakes(t *testing.T) {
 		{"pod label of the selector", "podLabels: {app.kubernetes.io/instance: web}\n", "podLabels"},
 		// The API server refuses an externalTrafficPolicy on a Service of no external traffic.
 		{"externalTrafficPolicy of a ClusterIP", "mode: syslog\nsyslog: {service: {externalTrafficPolicy: Local}}\n", "syslog.service.externalTrafficPolicy"},
+		// In syslog mode the Service sends to syslog.port of the pod's address: a rule file
+		// of the user's receiving elsewhere (the loopback of the sidecar examples, another
+		// port) would count nothing, with no error and no alert anywhere.
+		{"rules.content on the loopback in syslog mode", "mode: syslog\n" + strings.Replace(readmeRules, "udp://0.0.0.0:5140", "udp://127.0.0.1:5140", 1), "rules.content"},
+		{"rules.content on another port in syslog mode", "mode: syslog\nsyslog: {port: 1514}\n" + readmeRules, "syslog.port"},
+		{"rules.content reading a file in syslog mode", "mode: syslog\nrules:\n  content: |\n    inputs:\n      - {name: nginx, path: /var/log/nginx/access.log}\n    rules:\n      - {name: r, match: x}\n", "rules.content"},
 		// A tag beside a digest would be ignored by the runtime, which pulls the digest.
 		{"tag and digest", "image: {tag: 9.9.9, digest: \"sha256:" + strings.Repeat("0f", 32) + "\"}\n", "image.digest"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if _, err := installChart(t, chartCase{values: c.values}); err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("install with %q: %v, want an error naming %s", c.values, err, c.want)
+			}
+		})
+	}
+}
+
+// TestChartSyslogRulesContent: in syslog mode, a rule file of rules.content receiving on
+// every address at syslog.port installs, however the address is spelled; one receiving
+// elsewhere fails (TestChartValueMistakes).
+func TestChartSyslogRulesContent(t *testing.T) {
+	for _, addr := range []string{"udp://0.0.0.0:1514", "udp://:1514", "udp://[::]:1514", "udp://0.0.0.0:01514"} {
+		t.Run(addr, func(t *testing.T) {
+			values := "mode: syslog\nsyslog: {port: 1514}\nrules:\n  content: |\n    inputs:\n      - {name: other, syslog: 'udp://127.0.0.1:1515'}\n      - {name: nginx, syslog: '" + addr + "'}\n    rules:\n      - {name: r, match: x}\n"
+			if _, err := installChart(t, chartCase{values: values}); err != nil {
+				t.Errorf("install with %q: %v", values, err)
 			}
 		})
 	}

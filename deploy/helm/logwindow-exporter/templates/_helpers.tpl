@@ -147,6 +147,7 @@ or a rule file the exporter refuses, fail the install naming them.
 {{- end -}}
 {{- end -}}
 {{- include "logwindow.checkModeValues" . -}}
+{{- include "logwindow.checkRulesContent" . -}}
 {{- include "logwindow.checkWeb" . -}}
 {{- include "logwindow.checkNetworkPolicy" . -}}
 {{- $psc := .Values.podSecurityContext | default dict -}}
@@ -154,6 +155,33 @@ or a rule file the exporter refuses, fail the install naming them.
 {{- $nonRoot := ternary $sc.runAsNonRoot $psc.runAsNonRoot (hasKey $sc "runAsNonRoot") -}}
 {{- if and (ne .Values.mode "sidecar") $nonRoot (hasPrefix "0:" (include "logwindow.runAs" .)) -}}
 {{- fail "podSecurityContext (or securityContext) runAsUser: 0 with runAsNonRoot: true, a container the kubelet refuses to start: to run the exporter as root (a runtime that writes the logs 0600), set runAsNonRoot: false too" -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+In syslog mode the Service sends nginx's datagrams to syslog.port of a pod's address: a
+rule file of rules.content none of whose inputs receives there (on the loopback of the
+sidecar examples, on another port, a file) would count nothing, with no error and no alert
+on either side. A file that is not YAML is left to the exporter, which refuses it loudly.
+*/}}
+{{- define "logwindow.checkRulesContent" -}}
+{{- if and (eq .Values.mode "syslog") .Values.rules.content -}}
+{{- $file := .Values.rules.content | fromYaml -}}
+{{- if and (not (hasKey $file "Error")) (kindIs "slice" $file.inputs) -}}
+{{- $port := int .Values.syslog.port -}}
+{{- $found := list -}}
+{{- $receives := false -}}
+{{- range $file.inputs -}}
+{{- if and (kindIs "map" .) (kindIs "string" .syslog) -}}
+{{- $found = append $found .syslog -}}
+{{- /* The port as written may have leading zeros, which int would read as octal. */ -}}
+{{- if and (regexMatch "^udp://(|0\\.0\\.0\\.0|\\[[0:]*\\]):[0-9]+$" .syslog) (eq (regexReplaceAll "^.*:0*" .syslog "") (toString $port)) }}{{ $receives = true }}{{ end -}}
+{{- end -}}
+{{- end -}}
+{{- if not $receives -}}
+{{- fail (printf "rules.content receives on %s, not on every address at syslog.port %d, where the Service sends nginx's datagrams (udp://0.0.0.0:%d): every line would be lost without a word; give an input syslog: udp://0.0.0.0:%d, or set syslog.port to the port it receives on" (ternary "no syslog address" (join ", " $found) (empty $found)) $port $port $port) -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 
