@@ -159,14 +159,25 @@ or a rule file the exporter refuses, fail the install naming them.
 {{- end -}}
 
 {{/*
-In syslog mode the Service sends nginx's datagrams to syslog.port of a pod's address: a
-rule file of rules.content none of whose inputs receives there (on the loopback of the
-sidecar examples, on another port, a file) would count nothing, with no error and no alert
-on either side. A file that is not YAML is left to the exporter, which refuses it loudly.
+The inputs of rules.content that can read nothing in the pod the chart runs fail the
+install, naming what they read. In syslog mode the Service sends nginx's datagrams to
+syslog.port of a pod's address: a rule file none of whose inputs receives there (on the
+loopback of the sidecar examples, on another port, a file) would count nothing, with no
+error and no alert on either side. In daemonset mode the node's daemonset.podLogs is all the
+pod mounts: a file elsewhere (nginx's own path, the kubelet's /var/log/containers) is never
+there. A file that is not YAML is left to the exporter, which refuses it loudly.
 */}}
 {{- define "logwindow.checkRulesContent" -}}
+{{- $file := .Values.rules.content | default "" | fromYaml -}}
+{{- if and .Values.rules.content (eq .Values.mode "daemonset") (not (hasKey $file "Error")) (kindIs "slice" $file.inputs) -}}
+{{- $podLogs := include "logwindow.podLogs" . -}}
+{{- range $file.inputs -}}
+{{- if and (kindIs "map" .) (kindIs "string" .path) (not (hasPrefix (printf "%s/" (trimSuffix "/" $podLogs)) (clean .path))) -}}
+{{- fail (printf "rules.content: input %v reads %s, outside daemonset.podLogs %s, the only logs the DaemonSet's pods mount (read-only, from the node): it would never have a file; read the pods' logs there (%s/<namespace>_<pod>_<uid>/<container>/*.log, wrapper: cri), or set daemonset.podLogs" .name .path $podLogs $podLogs) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
 {{- if and (eq .Values.mode "syslog") .Values.rules.content -}}
-{{- $file := .Values.rules.content | fromYaml -}}
 {{- if and (not (hasKey $file "Error")) (kindIs "slice" $file.inputs) -}}
 {{- $port := int .Values.syslog.port -}}
 {{- $found := list -}}
