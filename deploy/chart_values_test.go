@@ -62,11 +62,21 @@ func TestChartValueMistakes(t *testing.T) {
 		{"rules.content on the loopback in syslog mode", "mode: syslog\n" + strings.Replace(readmeRules, "udp://0.0.0.0:5140", "udp://127.0.0.1:5140", 1), "rules.content"},
 		{"rules.content on another port in syslog mode", "mode: syslog\nsyslog: {port: 1514}\n" + readmeRules, "syslog.port"},
 		{"rules.content reading a file in syslog mode", "mode: syslog\nrules:\n  content: |\n    inputs:\n      - {name: nginx, path: /var/log/nginx/access.log}\n    rules:\n      - {name: r, match: x}\n", "rules.content"},
+		// A file of rules alone: the exporter runs with no input, counting nothing.
+		{"rules.content without inputs in syslog mode", "mode: syslog\nrules:\n  content: |\n    rules:\n      - {name: r, match: x}\n", "receives on no syslog address"},
 		// In daemonset mode the node's pod logs are all the pod mounts: a file of the user's
 		// rules elsewhere (nginx's own path, the kubelet's /var/log/containers) is never
 		// there.
 		{"rules.content reading nginx's path in daemonset mode", "rules:\n  content: |\n    inputs:\n      - {name: nginx, path: /var/log/nginx/access.log}\n    rules:\n      - {name: r, match: x}\n", "daemonset.podLogs"},
 		{"rules.content reading /var/log/containers in daemonset mode", "rules:\n  content: |\n    inputs:\n      - {name: pods, path: '/var/log/pods/*/nginx/*.log', wrapper: cri}\n      - {name: nginx, path: '/var/log/containers/*_nginx-*.log', wrapper: cri}\n    rules:\n      - {name: r, match: x}\n", "/var/log/containers/*_nginx-*.log"},
+		// A directory beside daemonset.podLogs whose name begins as its does is not under it.
+		{"rules.content reading beside daemonset.podLogs", "rules:\n  content: |\n    inputs:\n      - {name: nginx, path: '/var/log/pods.old/*/nginx/*.log', wrapper: cri}\n    rules:\n      - {name: r, match: x}\n", "/var/log/pods.old/*/nginx/*.log, outside daemonset.podLogs"},
+		// An input without a name is named as the exporter's messages name it, by position.
+		{"unnamed input of rules.content reading nginx's path", "rules:\n  content: |\n    inputs:\n      - {name: pods, path: '/var/log/pods/*/nginx/*.log', wrapper: cri}\n      - {path: /var/log/nginx/access.log}\n    rules:\n      - {name: r, match: x}\n", "input #2 reads /var/log/nginx/access.log"},
+		// No input reads the pods' logs, the only logs in the DaemonSet's pods, and no
+		// Service sends them datagrams.
+		{"rules.content without inputs in daemonset mode", "rules:\n  content: |\n    rules:\n      - {name: r, match: x}\n", "daemonset.podLogs"},
+		{"rules.content of a syslog input in daemonset mode", "rules:\n  content: |\n    inputs:\n      - {name: nginx, syslog: 'udp://0.0.0.0:5140'}\n    rules:\n      - {name: r, match: x}\n", "daemonset.podLogs"},
 		// A tag beside a digest would be ignored by the runtime, which pulls the digest.
 		{"tag and digest", "image: {tag: 9.9.9, digest: \"sha256:" + strings.Repeat("0f", 32) + "\"}\n", "image.digest"},
 	} {

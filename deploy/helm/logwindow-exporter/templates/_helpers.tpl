@@ -162,27 +162,36 @@ or a rule file the exporter refuses, fail the install naming them.
 The inputs of rules.content that can read nothing in the pod the chart runs fail the
 install, naming what they read. In syslog mode the Service sends nginx's datagrams to
 syslog.port of a pod's address: a rule file none of whose inputs receives there (on the
-loopback of the sidecar examples, on another port, a file) would count nothing, with no
-error and no alert on either side. In daemonset mode the node's daemonset.podLogs is all the
-pod mounts: a file elsewhere (nginx's own path, the kubelet's /var/log/containers) is never
-there. A file that is not YAML is left to the exporter, which refuses it loudly.
+loopback of the sidecar examples, on another port, a file, no input at all) would count
+nothing, with no error and no alert on either side. In daemonset mode the node's
+daemonset.podLogs is all the pod mounts, and no Service sends it datagrams: a file
+elsewhere (nginx's own path, the kubelet's /var/log/containers) is never there, and a rule
+file with no file there reads nothing. A file that is not YAML, or whose inputs are not a
+list, is left to the exporter, which refuses it loudly.
 */}}
 {{- define "logwindow.checkRulesContent" -}}
 {{- $file := .Values.rules.content | default "" | fromYaml -}}
-{{- if and .Values.rules.content (eq .Values.mode "daemonset") (not (hasKey $file "Error")) (kindIs "slice" $file.inputs) -}}
+{{- $inputs := $file.inputs | default list -}}
+{{- if and .Values.rules.content (not (hasKey $file "Error")) (kindIs "slice" $inputs) -}}
+{{- if eq .Values.mode "daemonset" -}}
 {{- $podLogs := include "logwindow.podLogs" . -}}
-{{- range $file.inputs -}}
-{{- if and (kindIs "map" .) (kindIs "string" .path) (not (hasPrefix (printf "%s/" (trimSuffix "/" $podLogs)) (clean .path))) -}}
-{{- fail (printf "rules.content: input %v reads %s, outside daemonset.podLogs %s, the only logs the DaemonSet's pods mount (read-only, from the node): it would never have a file; read the pods' logs there (%s/<namespace>_<pod>_<uid>/<container>/*.log, wrapper: cri), or set daemonset.podLogs" .name .path $podLogs $podLogs) -}}
+{{- $reads := false -}}
+{{- range $i, $in := $inputs -}}
+{{- if and (kindIs "map" $in) (kindIs "string" $in.path) -}}
+{{- if not (hasPrefix (printf "%s/" (trimSuffix "/" $podLogs)) (clean $in.path)) -}}
+{{- fail (printf "rules.content: input %s reads %s, outside daemonset.podLogs %s, the only logs the DaemonSet's pods mount (read-only, from the node): it would never have a file; read the pods' logs there (%s/<namespace>_<pod>_<uid>/<container>/*.log, wrapper: cri), or set daemonset.podLogs" (ternary (printf "#%d" (add1 $i)) (toString $in.name) (empty $in.name)) $in.path $podLogs $podLogs) -}}
+{{- end -}}
+{{- $reads = true -}}
 {{- end -}}
 {{- end -}}
+{{- if not $reads -}}
+{{- fail (printf "rules.content has no input reading a file under daemonset.podLogs %s, the only logs the DaemonSet's pods mount (no Service sends them datagrams): it would count nothing; read the pods' logs there (%s/<namespace>_<pod>_<uid>/<container>/*.log, wrapper: cri), or set mode: syslog to receive nginx's datagrams" $podLogs $podLogs) -}}
 {{- end -}}
-{{- if and (eq .Values.mode "syslog") .Values.rules.content -}}
-{{- if and (not (hasKey $file "Error")) (kindIs "slice" $file.inputs) -}}
+{{- else if eq .Values.mode "syslog" -}}
 {{- $port := int .Values.syslog.port -}}
 {{- $found := list -}}
 {{- $receives := false -}}
-{{- range $file.inputs -}}
+{{- range $inputs -}}
 {{- if and (kindIs "map" .) (kindIs "string" .syslog) -}}
 {{- $found = append $found .syslog -}}
 {{- /* The port as written may have leading zeros, which int would read as octal. */ -}}
