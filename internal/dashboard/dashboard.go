@@ -334,7 +334,11 @@ func (b *builder) rule(r *config.Rule) {
 		}
 		title := strings.Join(shown, ", ")
 		title = strings.ToUpper(title[:1]) + title[1:] + " over $window"
-		add(timeseries(title, "Of the values the window's lines carried; over several instances, the mean is the average of their means.", sumUnit, ts...), 12, 8)
+		description := "Of the values the window's lines carried"
+		if a.Mean {
+			description += "; over several instances, the mean is the average of their means"
+		}
+		add(timeseries(title, description+".", sumUnit, ts...), 12, 8)
 	}
 	if a.Quantiles {
 		var ts []target
