@@ -101,7 +101,7 @@ func TestChartDaemonSetNoFileAlert(t *testing.T) {
 	for _, c := range []struct{ name, values string }{
 		{"one container name", "daemonset: {containers: [nginx]}\n"},
 		{"rules.existingConfigMap", "rules: {existingConfigMap: my-rules}\ndashboard: {enabled: false}\n"},
-		{"rules.content", readmeRules},
+		{"rules.content", "rules:\n  content: |\n    inputs:\n      - {name: web, path: '/var/log/pods/*/web/*.log', wrapper: cri}\n    rules:\n      - {name: r, match: x}\n"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			m := renderChart(t, chartCase{values: c.values, mode: "daemonset", operator: true})

@@ -56,12 +56,61 @@ func TestChartValueMistakes(t *testing.T) {
 		{"pod label of the selector", "podLabels: {app.kubernetes.io/instance: web}\n", "podLabels"},
 		// The API server refuses an externalTrafficPolicy on a Service of no external traffic.
 		{"externalTrafficPolicy of a ClusterIP", "mode: syslog\nsyslog: {service: {externalTrafficPolicy: Local}}\n", "syslog.service.externalTrafficPolicy"},
+		// In syslog mode the Service sends to syslog.port of the pod's address: a rule file
+		// of the user's receiving elsewhere (the loopback of the sidecar examples, another
+		// port) would count nothing, with no error and no alert anywhere.
+		{"rules.content on the loopback in syslog mode", "mode: syslog\n" + strings.Replace(readmeRules, "udp://0.0.0.0:5140", "udp://127.0.0.1:5140", 1), "rules.content"},
+		{"rules.content on another port in syslog mode", "mode: syslog\nsyslog: {port: 1514}\n" + readmeRules, "syslog.port"},
+		{"rules.content reading a file in syslog mode", "mode: syslog\nrules:\n  content: |\n    inputs:\n      - {name: nginx, path: /var/log/nginx/access.log}\n    rules:\n      - {name: r, match: x}\n", "rules.content"},
+		// A file of rules alone: the exporter runs with no input, counting nothing.
+		{"rules.content without inputs in syslog mode", "mode: syslog\nrules:\n  content: |\n    rules:\n      - {name: r, match: x}\n", "receives on no syslog address"},
+		// In daemonset mode the node's pod logs are all the pod mounts: a file of the user's
+		// rules elsewhere (nginx's own path, the kubelet's /var/log/containers) is never
+		// there.
+		{"rules.content reading nginx's path in daemonset mode", "rules:\n  content: |\n    inputs:\n      - {name: nginx, path: /var/log/nginx/access.log}\n    rules:\n      - {name: r, match: x}\n", "daemonset.podLogs"},
+		{"rules.content reading /var/log/containers in daemonset mode", "rules:\n  content: |\n    inputs:\n      - {name: pods, path: '/var/log/pods/*/nginx/*.log', wrapper: cri}\n      - {name: nginx, path: '/var/log/containers/*_nginx-*.log', wrapper: cri}\n    rules:\n      - {name: r, match: x}\n", "/var/log/containers/*_nginx-*.log"},
+		// A directory beside daemonset.podLogs whose name begins as its does is not under it.
+		{"rules.content reading beside daemonset.podLogs", "rules:\n  content: |\n    inputs:\n      - {name: nginx, path: '/var/log/pods.old/*/nginx/*.log', wrapper: cri}\n    rules:\n      - {name: r, match: x}\n", "/var/log/pods.old/*/nginx/*.log, outside daemonset.podLogs"},
+		// An input without a name is named as the exporter's messages name it, by position.
+		{"unnamed input of rules.content reading nginx's path", "rules:\n  content: |\n    inputs:\n      - {name: pods, path: '/var/log/pods/*/nginx/*.log', wrapper: cri}\n      - {path: /var/log/nginx/access.log}\n    rules:\n      - {name: r, match: x}\n", "input #2 reads /var/log/nginx/access.log"},
+		// No input reads the pods' logs, the only logs in the DaemonSet's pods, and no
+		// Service sends them datagrams.
+		{"rules.content without inputs in daemonset mode", "rules:\n  content: |\n    rules:\n      - {name: r, match: x}\n", "daemonset.podLogs"},
+		{"rules.content of a syslog input in daemonset mode", "rules:\n  content: |\n    inputs:\n      - {name: nginx, syslog: 'udp://0.0.0.0:5140'}\n    rules:\n      - {name: r, match: x}\n", "daemonset.podLogs"},
 		// A tag beside a digest would be ignored by the runtime, which pulls the digest.
 		{"tag and digest", "image: {tag: 9.9.9, digest: \"sha256:" + strings.Repeat("0f", 32) + "\"}\n", "image.digest"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if _, err := installChart(t, chartCase{values: c.values}); err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("install with %q: %v, want an error naming %s", c.values, err, c.want)
+			}
+		})
+	}
+}
+
+// TestChartSyslogRulesContent: in syslog mode, a rule file of rules.content receiving on
+// every address at syslog.port installs, however the address is spelled; one receiving
+// elsewhere fails (TestChartValueMistakes).
+func TestChartSyslogRulesContent(t *testing.T) {
+	for _, addr := range []string{"udp://0.0.0.0:1514", "udp://:1514", "udp://[::]:1514", "udp://0.0.0.0:01514"} {
+		t.Run(addr, func(t *testing.T) {
+			values := "mode: syslog\nsyslog: {port: 1514}\nrules:\n  content: |\n    inputs:\n      - {name: other, syslog: 'udp://127.0.0.1:1515'}\n      - {name: nginx, syslog: '" + addr + "'}\n    rules:\n      - {name: r, match: x}\n"
+			if _, err := installChart(t, chartCase{values: values}); err != nil {
+				t.Errorf("install with %q: %v", values, err)
+			}
+		})
+	}
+}
+
+// TestChartDaemonSetRulesContent: in daemonset mode, a rule file of rules.content reading
+// files under daemonset.podLogs, however the path is spelled, installs; one reading
+// elsewhere fails (TestChartValueMistakes).
+func TestChartDaemonSetRulesContent(t *testing.T) {
+	for _, path := range []string{"/data/pods/*_*_*/web/*.log", "/data//pods/./*/web/*.log", "/data/pods/web_front_1/web/0.log"} {
+		t.Run(path, func(t *testing.T) {
+			values := "daemonset: {podLogs: /data/pods/}\nrules:\n  content: |\n    inputs:\n      - {name: web, path: '" + path + "', wrapper: cri}\n      - {name: nginx, syslog: 'udp://127.0.0.1:5140'}\n    rules:\n      - {name: r, match: x}\n"
+			if _, err := installChart(t, chartCase{values: values}); err != nil {
+				t.Errorf("install with %q: %v", values, err)
 			}
 		})
 	}

@@ -819,6 +819,52 @@ func TestChartNotesWithoutOperator(t *testing.T) {
 	}
 }
 
+// TestChartNotesOwnRules: with a rule file of the user's, the dashboard's rows of the
+// chart's rules and the alert NginxHighServerErrorRatio read families the file may not
+// export: the notes name those of rules.content's that are missing (none when it has them
+// all), and with rules.existingConfigMap, which the chart does not read, say so.
+func TestChartNotesOwnRules(t *testing.T) {
+	example := string(mustRead(t, "../example-rules.yaml"))
+	example = strings.Replace(example, "path: /var/log/nginx/access.log\n    start_at: end", "syslog: udp://0.0.0.0:5140", 1)
+	var indented strings.Builder
+	for _, l := range strings.Split(example, "\n") {
+		indented.WriteString("    " + l + "\n")
+	}
+	allRules := "mode: syslog\nrules:\n  content: |\n" + indented.String()
+	for _, c := range []struct {
+		name, values string
+		operator     bool
+		want, not    []string // in the notes, and not
+	}{
+		{"the chart's rules", "mode: syslog\n", true, nil, []string{"NginxHighServerErrorRatio", "--dashboard"}},
+		{"rules.content of every rule of the chart's", allRules, true, nil, []string{"NginxHighServerErrorRatio", "--dashboard"}},
+		{"rules.content of one rule", "mode: syslog\n" + readmeRules, true,
+			[]string{"rows of nginx_http_server_errors, nginx_http_clients", "--dashboard", "NginxHighServerErrorRatio", "without nginx_http_server_errors it never fires"},
+			[]string{"rows of nginx_http_requests"}},
+		{"rules.content of one rule without the operator", "mode: syslog\n" + readmeRules, false, []string{"--dashboard"}, []string{"NginxHighServerErrorRatio"}},
+		{"rules.content of one rule without the dashboard", "mode: syslog\ndashboard: {enabled: false}\n" + readmeRules, true, []string{"NginxHighServerErrorRatio"}, []string{"--dashboard"}},
+		{"existing ConfigMap", "mode: syslog\nrules: {existingConfigMap: mine}\n", true, []string{"ConfigMap's", "--dashboard", "NginxHighServerErrorRatio"}, nil},
+		{"existing ConfigMap, no dashboard nor operator", "mode: syslog\nrules: {existingConfigMap: mine}\ndashboard: {enabled: false}\n", false, nil, []string{"ConfigMap's", "--dashboard"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rel, err := installRelease(t, chartCase{values: c.values, operator: c.operator})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(rel.Info.Notes, w) {
+					t.Errorf("notes\n%s\nwant them to say %q", rel.Info.Notes, w)
+				}
+			}
+			for _, w := range c.not {
+				if strings.Contains(rel.Info.Notes, w) {
+					t.Errorf("notes\n%s\nsay %q", rel.Info.Notes, w)
+				}
+			}
+		})
+	}
+}
+
 // TestChartSurgeWithStorage: a DaemonSet rolled out with a surge starts a node's new pod
 // while the old one holds the storage directory, and stops the old one only once the new
 // one is ready: the new one starts empty and writes over the old one's snapshot. The chart

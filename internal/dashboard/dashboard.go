@@ -319,16 +319,26 @@ func (b *builder) rule(r *config.Rule) {
 	}
 	if a.Max || a.Min || a.Mean {
 		var ts []target
+		var shown []string // the title names those the panel shows
 		if a.Max {
 			ts = append(ts, target{Expr: "max" + grouping + " (" + family(quantity.Suffix("max")) + ")", Legend: "max " + legend})
+			shown = append(shown, "max")
 		}
 		if a.Mean {
 			ts = append(ts, target{Expr: "avg" + grouping + " (" + family(quantity.Suffix("mean")) + ")", Legend: "mean " + legend})
+			shown = append(shown, "mean")
 		}
 		if a.Min {
 			ts = append(ts, target{Expr: "min" + grouping + " (" + family(quantity.Suffix("min")) + ")", Legend: "min " + legend})
+			shown = append(shown, "min")
 		}
-		add(timeseries("Max, mean, min over $window", "Of the values the window's lines carried; over several instances, the mean is the average of their means.", sumUnit, ts...), 12, 8)
+		title := strings.Join(shown, ", ")
+		title = strings.ToUpper(title[:1]) + title[1:] + " over $window"
+		description := "Of the values the window's lines carried"
+		if a.Mean {
+			description += "; over several instances, the mean is the average of their means"
+		}
+		add(timeseries(title, description+".", sumUnit, ts...), 12, 8)
 	}
 	if a.Quantiles {
 		var ts []target

@@ -765,3 +765,42 @@ func TestRefIDs(t *testing.T) {
 		}
 	}
 }
+
+// statistic finds a query of a rule's max, mean or min.
+var statistic = regexp.MustCompile(`_window_(max|mean|min)\{`)
+
+// TestStatisticsTitle: the panel of a value rule's max, mean and min names in its title
+// those of them the rule exports, the ones it shows, and no other; its description says
+// how the mean adds up over instances only when it shows one.
+func TestStatisticsTitle(t *testing.T) {
+	for _, c := range []struct {
+		aggregations, title string
+		mean                bool // the description tells of the mean
+	}{
+		{"[max]", "Max over $window", false},
+		{"[mean, min]", "Mean, min over $window", true},
+		{"[window, max, mean]", "Max, mean over $window", true},
+		{"[max, min]", "Max, min over $window", false},
+		{"[max, min, mean]", "Max, mean, min over $window", true},
+	} {
+		t.Run(c.aggregations, func(t *testing.T) {
+			cfg, _ := load(t, "rules:\n  - name: response_bytes\n    match: ' (?P<bytes>\\d+)$'\n    value: bytes\n    aggregations: "+c.aggregations+"\n")
+			out, err := New(cfg, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var titles []string
+			for _, p := range decode(t, out).Panels {
+				if slices.ContainsFunc(p.Targets, func(tg target) bool { return statistic.MatchString(tg.Expr) }) {
+					titles = append(titles, p.Title)
+					if got := strings.Contains(p.Description, "average of their means"); got != c.mean {
+						t.Errorf("description %q tells of the mean: %v, want %v", p.Description, got, c.mean)
+					}
+				}
+			}
+			if !slices.Equal(titles, []string{c.title}) {
+				t.Errorf("panels %q, want one titled %q", titles, c.title)
+			}
+		})
+	}
+}

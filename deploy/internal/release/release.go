@@ -187,13 +187,16 @@ const PGO = "release.pgo"
 
 // Build compiles the release binary of the module at root for goos and goarch, to out:
 // static (CGO_ENABLED=0, so it runs on an image with no libc), without the build
-// machine's paths (-trimpath), optimized by the profile PGO, stamped with s.
+// machine's paths (-trimpath), optimized by the profile PGO, stamped with s. Without the
+// toolchain's record of the checkout (-buildvcs=false; s has the revision): Go records a
+// clone's but not a git worktree's, nor on a machine whose GOFLAGS say -buildvcs=false,
+// and the same commit would build another binary.
 func Build(root string, s Stamp, goos, goarch, out string) error {
 	ldflags, err := s.LDFlags()
 	if err != nil {
 		return err
 	}
-	argv := []string{"go", "build", "-trimpath", "-pgo=" + PGO, "-ldflags", ldflags, "-o", out, "."}
+	argv := []string{"go", "build", "-trimpath", "-buildvcs=false", "-pgo=" + PGO, "-ldflags", ldflags, "-o", out, "."}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+goos, "GOARCH="+goarch)

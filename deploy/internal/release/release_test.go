@@ -1,6 +1,7 @@
 package release
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
 	"os/user"
@@ -233,6 +234,50 @@ func TestFromRepoReproducibleCheckouts(t *testing.T) {
 			first = flags
 		} else if flags != first {
 			t.Errorf("%s: -ldflags %s; the first checkout of the same commit: %s", c.name, flags, first)
+		}
+	}
+}
+
+// TestBuildReproducibleCheckouts: the release binary of a commit is the same whatever kind
+// of checkout builds it, a clone or a git worktree of one: nothing of the checkout beside
+// the stamp is built in. Go records a clone's VCS state in the binary but none of a
+// worktree's, whose .git is a file; GOFLAGS as most machines leave it, recording it.
+func TestBuildReproducibleCheckouts(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go")
+	}
+	t.Setenv("GOFLAGS", "-buildvcs=auto")
+	repo := gitRepo(t, "1.2.3\n")
+	pgo, err := os.ReadFile(filepath.Join("../../..", PGO))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range map[string][]byte{"go.mod": []byte("module example.com/release\n\ngo 1.26\n"), PGO: pgo} {
+		if err := os.WriteFile(filepath.Join(repo, name), body, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	worktree := filepath.Join(t.TempDir(), "worktree")
+	for _, args := range [][]string{{"add", "."}, {"-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "module"}, {"worktree", "add", "-q", "--detach", worktree}} {
+		if out, err := exec.Command("git", append([]string{"-C", repo}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %q: %v\n%s", args, err, out)
+		}
+	}
+	s := Stamp{Version: "1.2.3", Revision: "abc", Branch: ReproducibleBranch, BuildUser: ReproducibleUser, Date: time.Unix(1772368496, 0)}
+	var first []byte
+	for _, dir := range []string{repo, worktree} {
+		bin := filepath.Join(t.TempDir(), "logwindow_exporter")
+		if err := Build(dir, s, "linux", "amd64", bin); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(bin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if first == nil {
+			first = b
+		} else if !bytes.Equal(b, first) {
+			t.Errorf("the binary built from a worktree differs from the clone's, of the same commit and stamp")
 		}
 	}
 }

@@ -147,6 +147,7 @@ or a rule file the exporter refuses, fail the install naming them.
 {{- end -}}
 {{- end -}}
 {{- include "logwindow.checkModeValues" . -}}
+{{- include "logwindow.checkRulesContent" . -}}
 {{- include "logwindow.checkWeb" . -}}
 {{- include "logwindow.checkNetworkPolicy" . -}}
 {{- $psc := .Values.podSecurityContext | default dict -}}
@@ -154,6 +155,53 @@ or a rule file the exporter refuses, fail the install naming them.
 {{- $nonRoot := ternary $sc.runAsNonRoot $psc.runAsNonRoot (hasKey $sc "runAsNonRoot") -}}
 {{- if and (ne .Values.mode "sidecar") $nonRoot (hasPrefix "0:" (include "logwindow.runAs" .)) -}}
 {{- fail "podSecurityContext (or securityContext) runAsUser: 0 with runAsNonRoot: true, a container the kubelet refuses to start: to run the exporter as root (a runtime that writes the logs 0600), set runAsNonRoot: false too" -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The inputs of rules.content that can read nothing in the pod the chart runs fail the
+install, naming what they read. In syslog mode the Service sends nginx's datagrams to
+syslog.port of a pod's address: a rule file none of whose inputs receives there (on the
+loopback of the sidecar examples, on another port, a file, no input at all) would count
+nothing, with no error and no alert on either side. In daemonset mode the node's
+daemonset.podLogs is all the pod mounts, and no Service sends it datagrams: a file
+elsewhere (nginx's own path, the kubelet's /var/log/containers) is never there, and a rule
+file with no file there reads nothing. A file that is not YAML, or whose inputs are not a
+list, is left to the exporter, which refuses it loudly.
+*/}}
+{{- define "logwindow.checkRulesContent" -}}
+{{- $file := .Values.rules.content | default "" | fromYaml -}}
+{{- $inputs := $file.inputs | default list -}}
+{{- if and .Values.rules.content (not (hasKey $file "Error")) (kindIs "slice" $inputs) -}}
+{{- if eq .Values.mode "daemonset" -}}
+{{- $podLogs := include "logwindow.podLogs" . -}}
+{{- $reads := false -}}
+{{- range $i, $in := $inputs -}}
+{{- if and (kindIs "map" $in) (kindIs "string" $in.path) -}}
+{{- if not (hasPrefix (printf "%s/" (trimSuffix "/" $podLogs)) (clean $in.path)) -}}
+{{- fail (printf "rules.content: input %s reads %s, outside daemonset.podLogs %s, the only logs the DaemonSet's pods mount (read-only, from the node): it would never have a file; read the pods' logs there (%s/<namespace>_<pod>_<uid>/<container>/*.log, wrapper: cri), or set daemonset.podLogs" (ternary (printf "#%d" (add1 $i)) (toString $in.name) (empty $in.name)) $in.path $podLogs $podLogs) -}}
+{{- end -}}
+{{- $reads = true -}}
+{{- end -}}
+{{- end -}}
+{{- if not $reads -}}
+{{- fail (printf "rules.content has no input reading a file under daemonset.podLogs %s, the only logs the DaemonSet's pods mount (no Service sends them datagrams): it would count nothing; read the pods' logs there (%s/<namespace>_<pod>_<uid>/<container>/*.log, wrapper: cri), or set mode: syslog to receive nginx's datagrams" $podLogs $podLogs) -}}
+{{- end -}}
+{{- else if eq .Values.mode "syslog" -}}
+{{- $port := int .Values.syslog.port -}}
+{{- $found := list -}}
+{{- $receives := false -}}
+{{- range $inputs -}}
+{{- if and (kindIs "map" .) (kindIs "string" .syslog) -}}
+{{- $found = append $found .syslog -}}
+{{- /* The port as written may have leading zeros, which int would read as octal. */ -}}
+{{- if and (regexMatch "^udp://(|0\\.0\\.0\\.0|\\[[0:]*\\]):[0-9]+$" .syslog) (eq (regexReplaceAll "^.*:0*" .syslog "") (toString $port)) }}{{ $receives = true }}{{ end -}}
+{{- end -}}
+{{- end -}}
+{{- if not $receives -}}
+{{- fail (printf "rules.content receives on %s, not on every address at syslog.port %d, where the Service sends nginx's datagrams (udp://0.0.0.0:%d): every line would be lost without a word; give an input syslog: udp://0.0.0.0:%d, or set syslog.port to the port it receives on" (ternary "no syslog address" (join ", " $found) (empty $found)) $port $port $port) -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 
