@@ -1,10 +1,13 @@
 package logformat
 
 import (
+	"cmp"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
+	"unicode/utf8"
 )
 
 // directiveKeyword starts a log_format: value that is the directive as nginx.conf has it
@@ -180,13 +183,54 @@ func parseDirective(s string) (*directive, error) {
 		return nil, &Error{end, fmt.Sprintf("the directive log_format %s has no format string after its name", d.name)}
 	}
 	var b strings.Builder
-	for _, w := range args {
-		b.WriteString(w.text)
-		d.at = append(d.at, w.at...)
+	var cut error
+	for k, w := range args {
+		text, at, err := ownVariables(w, k+1 < len(args) && args[k+1].text != "" && isNameByte(args[k+1].text[0]))
+		cut = cmp.Or(cut, err)
+		b.WriteString(text)
+		d.at = append(d.at, at...)
 	}
 	d.at = append(d.at, end)
 	d.text = b.String()
+	if cut != nil && checkText(d.text) == nil {
+		// A text the format refuses as a whole is told so first, as a format string's is.
+		return nil, cut
+	}
 	return d, nil
+}
+
+// ownVariables is a format string's text as joined to the next (its offsets beside): nginx's
+// log module reads the variables of each string apart, so a string ending with a $ or
+// within ${ is an error, and a name that runs to the end of its string ends there, written
+// in braces when the next string starts with what would go on with it ('$status' '_x' is
+// ${status}_x, not $status_x). A string's other mistakes are the joined text's too, which
+// tells them.
+func ownVariables(w word, nameNext bool) (string, []int, error) {
+	toks, err := nginxTokens(w.text)
+	if err != nil {
+		if fe, ok := err.(*Error); ok && cutVariable(w.text[fe.Offset:]) {
+			return w.text, w.at, shiftError(err, func(off int) int { return w.at[off] })
+		}
+		return w.text, w.at, nil
+	}
+	last := len(toks) - 1
+	if !nameNext || last < 0 || toks[last].v == nil || strings.HasPrefix(toks[last].v.text, "${") {
+		return w.text, w.at, nil
+	}
+	i := toks[last].at + 1 // the name's first byte
+	text := w.text[:i] + "{" + w.text[i:] + "}"
+	at := slices.Concat(w.at[:i], []int{w.at[i-1]}, w.at[i:], []int{w.at[len(w.at)-1]})
+	return text, at, nil
+}
+
+// cutVariable reports whether the end of a string, from a $, is a variable its end cuts:
+// a $ alone, or ${ and a name without its }.
+func cutVariable(s string) bool {
+	rest, braced := strings.CutPrefix(s, "${")
+	if !braced {
+		return s == "$"
+	}
+	return strings.IndexFunc(rest, func(r rune) bool { return r >= utf8.RuneSelf || !isNameByte(byte(r)) }) < 0
 }
 
 // isSpace is nginx's separator of a directive's arguments.

@@ -41,6 +41,11 @@ func TestParseNginxValue(t *testing.T) {
 		{"JSON template, undeclared: read as text, both escapings", `{"status":"$status"}` + "\n", 0, false, `{"status":"$status"}`, "", EscapeEither, false},
 		{"preset, a block's newline", "combined\n", 0, false, NginxPresets["combined"], "", EscapeDefault, false},
 		{"a variable named log_format", "$log_format $status", 0, false, "$log_format $status", "", EscapeDefault, false},
+		// nginx reads each string's variables apart: a name ends with its string, and the
+		// format string says so in braces.
+		{"a variable ending its string", "log_format s '$remote_addr $status'\n  '_$request_time' ' $status' '_x';",
+			0, false, "$remote_addr ${status}_$request_time ${status}_x", "s", EscapeDefault, false},
+		{"a variable ending its string, then text", `log_format s '$status' ' x';`, 0, false, "$status x", "s", EscapeDefault, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f, err := ParseNginxValue(c.value, c.esc, c.declared)
@@ -84,6 +89,8 @@ func TestParseNginxValueErrors(t *testing.T) {
 		{"format error after an escape", `log_format a "\"$status\" ${x";`, 0, false, `${x";`, "closing }"},
 		{"a line break escaped", `log_format a '$status\n$uri';`, 0, false, `\n$uri`, "the format has a line break"},
 		{"format string error past leading space", "\n  $status $", 0, false, "$", "a $ must start a variable"},
+		{"a $ ending its string", `log_format a '$status $' 'uri';`, 0, false, `$' 'uri'`, "a $ must start a variable"},
+		{"a brace closed in the next string", `log_format a '$status ${uri' '}';`, 0, false, `${uri'`, "closing }"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := ParseNginxValue(c.value, c.esc, c.declared)

@@ -126,8 +126,9 @@ func checkTemplateLine(t *testing.T, fm *Format) {
 
 // FuzzNginxDirective reads any text as the value of log_format: it must not panic, and an
 // error points at a byte of the value. And a format string quoted into a directive the way
-// nginx.conf would have it, split into two pieces each in its own quotes, must read as
-// the format string itself with the directive's escape=.
+// nginx.conf would have it, split into two pieces each in its own quotes (not within a
+// variable, whose name nginx reads in one string), must read as the format string itself
+// with the directive's escape=.
 func FuzzNginxDirective(f *testing.F) {
 	f.Add(mainDirective, uint8(0), false, NginxPresets["main"], uint16(30), false)
 	f.Add("log_format j escape=json '{\"s\":$status,'\n  \"\\\"u\\\":\\\"$uri\\\"}\";", uint8(1), true, `{"s":"$status","a":"$http_user_agent"}`, uint16(8), true)
@@ -144,6 +145,15 @@ func FuzzNginxDirective(f *testing.F) {
 		}
 		PastedArguments(strings.TrimSpace(value)) // any text: no panic
 		at := int(split) % (len(text) + 1)
+		toks, err := nginxTokens(text)
+		if err != nil {
+			at = 0
+		}
+		for _, tok := range toks {
+			if tok.v != nil && tok.at < at && at < tok.at+len(tok.v.text) {
+				at = tok.at
+			}
+		}
 		directive := fmt.Sprintf("log_format f escape=%s %s %s;", esc, nginxQuote(text[:at], double), nginxQuote(text[at:], !double))
 		// The directive's arguments, pasted without its keyword, are taken for pasted.
 		if p, ok := PastedArguments(strings.TrimPrefix(directive, "log_format ")); !ok || p.Name != "f" || !p.Semicolon {
