@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"regexp"
 	"slices"
 	"strconv"
@@ -126,7 +127,12 @@ func (rd *ruleDecoder) checkPathCaptures(r *Rule, line int) {
 		for _, name := range in.pathRegexNames() {
 			if rd.caps.index(name) >= 0 {
 				source := "a group of the match regex"
-				if rd.caps.fields {
+				switch {
+				case rd.caps.format != nil:
+					source = fmt.Sprintf("a variable of the log format %q", rd.caps.format.Describe())
+				case rd.caps.candidates:
+					source = "a capture of the candidate log formats"
+				case rd.caps.fields:
 					source = "a capture of fields"
 				}
 				rd.add(line, rd.subject, "capture %q is both %s and a path capture of input %s, which the rule reads; rename one", name, source, label)

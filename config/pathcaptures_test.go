@@ -82,6 +82,14 @@ rules: [{name: a, match: x}]`, `path_captures: cri_time is the time of a CRI lin
 		{"clash with the regex", podsInputs + `
 rules: [{name: a, match: '(?P<pod>\S+)', labels: {pod: '${pod}'}, inputs: [pods]}]`,
 			`rule "a": capture "pod" is both a group of the match regex and a path capture of input "pods"`},
+		{"clash with a log format", `
+inputs: [{name: web, path: /a, log_format: combined, path_captures: '^/(?P<status>a)'}]
+rules: [{name: a, labels: {s: '${status}'}}]`,
+			`rule "a": capture "status" is both a variable of the log format "combined" and a path capture of input "web"`},
+		{"clash with candidate formats", `
+inputs: [{name: web, path: /a, log_format: auto, path_captures: '^/(?P<status>a)'}]
+rules: [{name: a, labels: {s: '${status}'}}]`,
+			`rule "a": capture "status" is both a capture of the candidate log formats and a path capture of input "web"`},
 		{"clash with fields", `
 inputs: [{name: j, path: /a, format: json, path_captures: '^/(?P<pod>a)'}]
 rules: [{name: a, fields: {pod: kubernetes.pod}, labels: {pod: '${pod}'}, inputs: [j]}]`,
