@@ -335,3 +335,35 @@ func TestMixedFormatsHint(t *testing.T) {
 		})
 	}
 }
+
+// TestApacheEpochTimes: Apache's times in seconds since the epoch are read with no layout,
+// as nginx's $msec is; its milliseconds and microseconds, which no layout reads, are
+// refused naming the directive and what to log instead, not asked for a layout.
+func TestApacheEpochTimes(t *testing.T) {
+	for _, c := range []struct {
+		directive, capture, err string
+	}{
+		{"%{sec}t", "t_sec", ""},
+		{"%{end:sec}t", "t_end_sec", ""},
+		{"%{%s}t", "t__s", ""},
+		{"%{msec}t", "t_msec", `timestamp: %{msec}t is no time a layout reads`},
+		{"%{begin:usec_frac}t", "t_begin_usec_frac", `timestamp: %{begin:usec_frac}t is no time a layout reads`},
+	} {
+		t.Run(c.directive, func(t *testing.T) {
+			text := fmt.Sprintf("inputs:\n  - path: /a\n    apache_log_format: '%%h %s %%>s'\nrules:\n  - name: r\n    timestamp: {capture: %s}\n", c.directive, c.capture)
+			cfg, err := Parse([]byte(text), "rules.yaml")
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) || !strings.Contains(err.Error(), "%{sec}t") {
+					t.Fatalf("error %v, want one saying %q and naming %%{sec}t", err, c.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ts := cfg.Rules[0].Timestamp; !ts.Unix || ts.Layout != "" {
+				t.Errorf("timestamp %+v, want seconds since the epoch", ts)
+			}
+		})
+	}
+}

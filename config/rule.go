@@ -609,12 +609,36 @@ func (rd *ruleDecoder) timestamp(e entry) *Timestamp {
 		ts.Layout = time.RFC3339 // the runtime's; fractions of a second are read too
 	}
 	if ts.Layout == "" && layoutOK && !rd.formatTime(ts) {
-		rd.add(e.key.Line, rd.subject, "timestamp: layout: is missing; give a Go time layout (e.g. '02/Jan/2006:15:04:05 -0700'; a log format's time_local, time_iso8601 and msec need none)")
+		if v := rd.apacheClock(ts.CaptureName); v != "" {
+			rd.add(e.key.Line, rd.subject, "timestamp: %s is no time a layout reads (milliseconds or microseconds since the epoch, or a fraction of a second); log %%{sec}t or %%t for the rule's timestamp", v)
+		} else {
+			rd.add(e.key.Line, rd.subject, "timestamp: layout: is missing; give a Go time layout (e.g. '02/Jan/2006:15:04:05 -0700'; a log format's time_local, time_iso8601 and msec need none)")
+		}
 	}
 	if l, ok := find(entries, "location"); ok {
 		rd.location(l, ts, layoutGiven)
 	}
 	return ts
+}
+
+// apacheClock is the directive of an Apache time the capture is that counts in units
+// other than seconds (%{msec}t, %{usec}t, their _frac, after begin: or end:), which no
+// layout reads; "" for any other capture.
+func (rd *ruleDecoder) apacheClock(capture string) string {
+	if rd.caps == nil || rd.caps.format == nil || rd.caps.format.Server != logformat.Apache {
+		return ""
+	}
+	v := rd.caps.format.Var(capture)
+	arg, opened := strings.CutPrefix(v, "%{")
+	arg, closed := strings.CutSuffix(arg, "}t")
+	if !opened || !closed {
+		return ""
+	}
+	arg = strings.TrimPrefix(strings.TrimPrefix(arg, "begin:"), "end:")
+	if slices.Contains([]string{"msec", "usec", "msec_frac", "usec_frac"}, arg) {
+		return v
+	}
+	return ""
 }
 
 // offsetZone is a zone no layout's default matches, named so that a layout with a zone

@@ -327,9 +327,16 @@ func (f *Format) Time(capture string) (layout string, unix, ok bool) {
 		return "", true, true
 	case f.Server == Apache && name == "t" && f.Var(capture) == "%t":
 		return "[" + LayoutTimeLocal + "]", false, true
+	case f.Server == Apache && slices.Contains(apacheSeconds, f.Var(capture)):
+		return "", true, true
 	}
 	return "", false, false
 }
+
+// apacheSeconds are Apache's times in seconds since the epoch: its own sec (of the
+// request's start, or its end) and strftime's %s, which glibc writes so. No layout reads
+// them; msec and usec are not seconds.
+var apacheSeconds = []string{"%{sec}t", "%{begin:sec}t", "%{end:sec}t", "%{%s}t"}
 
 // Equal reports whether two formats read lines alike.
 func (f *Format) Equal(g *Format) bool {

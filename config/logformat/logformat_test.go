@@ -39,7 +39,7 @@ func TestPresets(t *testing.T) {
 
 func TestTimeCaptures(t *testing.T) {
 	n, _ := ParseNginx(`[$time_local] $time_iso8601 $msec $status`, EscapeDefault)
-	a, _ := ParseApache(`%t %{%s}t %>s`)
+	a, _ := ParseApache(`%t %{%s}t %>s %{sec}t %{begin:sec}t %{end:sec}t %{msec}t`)
 	for _, c := range []struct {
 		f       *Format
 		capture string
@@ -54,7 +54,12 @@ func TestTimeCaptures(t *testing.T) {
 		{n, "status_class", "", false, false},
 		{n, "nope", "", false, false},
 		{a, "t", "[" + LayoutTimeLocal + "]", false, true},
-		{a, "t__s", "", false, false},
+		// Seconds since the epoch: Apache's own sec and glibc's %s.
+		{a, "t__s", "", true, true},
+		{a, "t_sec", "", true, true},
+		{a, "t_begin_sec", "", true, true},
+		{a, "t_end_sec", "", true, true},
+		{a, "t_msec", "", false, false},
 	} {
 		layout, unix, ok := c.f.Time(c.capture)
 		if layout != c.layout || unix != c.unix || ok != c.ok {
