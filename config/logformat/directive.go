@@ -182,6 +182,12 @@ func parseDirective(s string) (*directive, error) {
 	if len(args) == 0 {
 		return nil, &Error{end, fmt.Sprintf("the directive log_format %s has no format string after its name", d.name)}
 	}
+	for _, w := range args {
+		if w.quote == 0 && w.text == directiveKeyword {
+			// nginx would read its words as more of the format's strings.
+			return nil, &Error{w.start, "a second log_format directive: the ';' ending the first is missing; give one log_format directive"}
+		}
+	}
 	var b strings.Builder
 	var cut error
 	for k, w := range args {

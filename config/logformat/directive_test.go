@@ -79,6 +79,7 @@ func TestParseNginxValueErrors(t *testing.T) {
 		{"no name", "log_format ;", 0, false, " ;", "has no name"},
 		{"second directive after a comment", "# first\nlog_format a '$status';\nlog_format b '$uri';", 0, false, "log_format b", "text after the directive's ';'"},
 		{"second directive", "log_format a '$status';\nlog_format b '$uri';", 0, false, "log_format b", "text after the directive's ';'"},
+		{"second directive, the first without its ;", "log_format a '$remote_addr $status'\nlog_format b '$status';", 0, false, "log_format b", "the ';' ending the first is missing"},
 		{"access_log after it", "log_format a '$status'; access_log /x a;", 0, false, "access_log", "text after"},
 		{"a block", "log_format a '$status' {", 0, false, "{", "no block"},
 		{"text glued to a quote", "log_format a '$status'x;", 0, false, "x;", "after a closing '"},
