@@ -153,8 +153,12 @@ func (f *Follower) scan(initial, last bool) bool {
 	matches := make(map[string]match, len(paths))
 	unknown := make(map[string]bool) // paths that could not be stat'ed
 	stale := false
+	var waits []string // files Options.Files keeps from being opened
 	for _, p := range paths {
 		m, exists, isOpen, err := f.lookAt(p, initial)
+		if errors.Is(err, errNoPlace) {
+			waits, err = append(waits, p), nil
+		}
 		scanned[p] = true
 		if !exists && err == nil && config.IsGlob(f.o.Path) && vanished(p) {
 			stale = true
@@ -189,6 +193,7 @@ func (f *Follower) scan(initial, last bool) bool {
 	if stale && !last {
 		return false
 	}
+	f.wait(waits)
 	for id := range f.atStart {
 		if !present[id] && len(unknown) == 0 && len(unlisted) == 0 {
 			delete(f.atStart, id) // gone before it could be opened
@@ -352,9 +357,14 @@ func (f *Follower) track(path string, initial bool) (m match, exists, isOpen boo
 	if !f.claim(m.id) {
 		return m, true, false, nil // another follower of the glob reads it
 	}
+	if !f.o.Files.take(false) {
+		f.release(m.id)
+		return m, true, false, errNoPlace
+	}
 	// O_NONBLOCK: a FIFO swapped in after the stat must not block discovery.
 	file, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
+		f.o.Files.give()
 		f.release(m.id)
 		return m, true, false, err
 	}
@@ -365,7 +375,7 @@ func (f *Follower) track(path string, initial bool) (m match, exists, isOpen boo
 		err = f.tree.openedInRoot(path, file)
 	}
 	if err != nil {
-		_ = file.Close()
+		f.close(file)
 		f.release(m.id)
 		return m, true, false, err
 	}
@@ -374,7 +384,7 @@ func (f *Follower) track(path string, initial bool) (m match, exists, isOpen boo
 	if id := idOf(fi); id != m.id {
 		f.release(m.id)
 		if m.id = id; !f.claim(id) {
-			_ = file.Close()
+			f.close(file)
 			return m, true, false, nil
 		}
 	}
@@ -413,7 +423,7 @@ func (f *Follower) track(path string, initial bool) (m match, exists, isOpen boo
 	f.mu.Unlock()
 	if dup {
 		// The follower reads it already, claimed: it stays so.
-		_ = file.Close()
+		f.close(file)
 		return m, true, true, nil
 	}
 	// At info, as promtail and Alloy log every file they start tailing: a path that

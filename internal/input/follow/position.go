@@ -572,6 +572,7 @@ func (f *Follower) resumeRotated() {
 			continue
 		}
 		f.byID[t.id] = t
+		f.o.Files.take(true) // its lines are lost unless it is read: past the bound
 		f.pathsChanged++
 	}
 	found = slices.DeleteFunc(found, func(t *tracked) bool { return f.byID[t.id] != t })

@@ -1,0 +1,113 @@
+package follow
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/logwindow/logwindow_exporter/internal/testutil/testclock"
+)
+
+// Followers that share a Files keep at most its bound of files open: the others wait,
+// each counted once as an open error and warned of once per follower with how many, not
+// at each scan, and one is opened when a file read is deleted and closed after the
+// rotation grace. Stop gives every place back. The test makes the scans itself, with a
+// test clock.
+func TestFilesBound(t *testing.T) {
+	cases := []struct {
+		name  string
+		dirs  []int // files per follower, each of one line, in a directory of its own
+		bound int
+	}{
+		{"fewer than the bound", []int{3}, 4},
+		{"as many as the bound", []int{4}, 4},
+		{"more than the bound", []int{10}, 4},
+		{"followers sharing it", []int{5, 5}, 6},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			clock := testclock.New(time.Unix(1_700_000_000, 0))
+			s := NewFiles(c.bound)
+			var logs []*bytes.Buffer
+			var fs []*Follower
+			read, total := 0, 0
+			for d, n := range c.dirs {
+				dir := t.TempDir()
+				for i := range n {
+					if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("%02d.log", i)), fmt.Appendf(nil, "line %d %d\n", d, i), 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+				total += n
+				var log bytes.Buffer
+				f, err := newFollower(Options{Path: filepath.Join(dir, "*.log"), FromBeginning: true, Files: s, noNotify: true,
+					now: clock.Now, RotationGrace: time.Minute, Logger: timelessLogger(&log)}, func(string, []byte) { read++ })
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(f.Stop)
+				logs, fs = append(logs, &log), append(fs, f)
+			}
+			turn := func() {
+				for _, f := range fs {
+					f.discover(false)
+				}
+				for _, f := range fs {
+					f.readAll()
+				}
+			}
+			for _, f := range fs {
+				f.discover(true)
+			}
+			turn() // a second scan warns and counts nothing again
+			waits := func() (n uint64) {
+				for _, f := range fs {
+					n += f.c.errors[reasonOpen].Load()
+				}
+				return n
+			}
+			open := min(c.bound, total)
+			if s.taken() != open || read != open || waits() != uint64(total-open) {
+				t.Fatalf("%d places taken, %d files read, %d wait: want %d, %d, %d", s.taken(), read, waits(), open, open, total-open)
+			}
+			for i, log := range logs {
+				warned, want := strings.Count(log.String(), `msg="files wait to be opened`), 0
+				if fs[i].c.errors[reasonOpen].Load() > 0 {
+					want = 1
+				}
+				if warned != want {
+					t.Errorf("follower %d: %d warnings that files wait, want %d", i, warned, want)
+				}
+			}
+
+			// A file read, deleted, gives its place to one that waits once it is closed.
+			gone := fs[0].files[0].path
+			if err := os.Remove(gone); err != nil {
+				t.Fatal(err)
+			}
+			turn()
+			clock.Add(2 * time.Minute)
+			turn()
+			turn()
+			if want := open + min(total-open, 1); read != want || s.taken() != min(c.bound, total-1) {
+				t.Errorf("after %s was deleted: %d files read, %d places taken; want %d, %d", filepath.Base(gone), read, s.taken(), want, min(c.bound, total-1))
+			}
+			if waits() != uint64(total-open) {
+				t.Errorf("%d open errors, want the %d files that waited counted once", waits(), total-open)
+			}
+			if total-open == 1 && !strings.Contains(logs[0].String(), `msg="no file waits to be opened any more"`) {
+				t.Errorf("the log does not say that no file waits any more:\n%s", logs[0])
+			}
+			for _, f := range fs {
+				f.Stop()
+			}
+			if s.taken() != 0 {
+				t.Errorf("%d places taken after Stop, want 0", s.taken())
+			}
+		})
+	}
+}
