@@ -389,7 +389,8 @@ func (f *Follower) track(path string, initial bool) (m match, exists, isOpen boo
 		}
 	}
 	t := &tracked{id: m.id, f: file, path: path, lastData: f.o.now()}
-	if size, ok := f.atStart[m.id]; ok {
+	size, atStart := f.atStart[m.id]
+	if atStart {
 		if !f.o.FromBeginning {
 			t.positionAt(textEnd(file, min(size, fi.Size())))
 			t.backfill = f.o.Backfill != nil
@@ -401,7 +402,10 @@ func (f *Follower) track(path string, initial bool) (m match, exists, isOpen boo
 		t.positionAt(off)
 		t.backfill, t.holdsReady = false, false // a restored file's windows are the snapshot's
 	}
-	if !initial {
+	// A file there at the start that waited for a place (Options.Files) is read as the
+	// first scan would have: judged as one found after it, it would be read from its
+	// start past start_at: end.
+	if !initial && !atStart {
 		if off, back := f.cameBack(m.id, file); back {
 			t.positionAt(off)
 		} else if glob {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -107,6 +108,55 @@ func TestFilesBound(t *testing.T) {
 			}
 			if s.taken() != 0 {
 				t.Errorf("%d places taken after Stop, want 0", s.taken())
+			}
+		})
+	}
+}
+
+// TestFilesWaitedFromStart: a file there at the start that waited for a place is read
+// from where the first scan would have read it, its end with start_at: end, not judged
+// as a file found after the start, which a glob reads from its start.
+func TestFilesWaitedFromStart(t *testing.T) {
+	for _, c := range []struct {
+		name          string
+		fromBeginning bool
+		want          []string
+	}{
+		{"start at end", false, []string{"b after the start"}},
+		{"start at the beginning", true, []string{"a before the start", "b before the start", "b after the start"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for _, n := range []string{"a", "b"} {
+				if err := os.WriteFile(filepath.Join(dir, n+".log"), []byte(n+" before the start\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var got []string
+			clock := testclock.New(time.Unix(1_700_000_000, 0))
+			f := discovered(t, Options{Path: filepath.Join(dir, "*.log"), FromBeginning: c.fromBeginning, Files: NewFiles(1), noNotify: true,
+				now: clock.Now, RotationGrace: time.Minute, Logger: testLogger(t)}, func(_ string, line []byte) { got = append(got, string(line)) })
+			f.readAll()
+			b, err := os.OpenFile(filepath.Join(dir, "b.log"), os.O_WRONLY|os.O_APPEND, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := b.WriteString("b after the start\n"); err != nil {
+				t.Fatal(err)
+			}
+			_ = b.Close()
+			if err := os.Remove(filepath.Join(dir, "a.log")); err != nil {
+				t.Fatal(err)
+			}
+			for range 2 {
+				for range 2 {
+					f.discover(false)
+					f.readAll()
+				}
+				clock.Add(2 * time.Minute) // a.log closed, b.log judged were it found after the start
+			}
+			if !slices.Equal(got, c.want) {
+				t.Errorf("read %q, want %q", got, c.want)
 			}
 		})
 	}
