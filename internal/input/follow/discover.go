@@ -357,7 +357,10 @@ func (f *Follower) track(path string, initial bool) (m match, exists, isOpen boo
 	if !f.claim(m.id) {
 		return m, true, false, nil // another follower of the glob reads it
 	}
-	if !f.o.Files.take(false) {
+	// A file of a position is opened past the bound, as resumeRotated would open it (its
+	// lines after the position are lost unless it is read): here it is read on at its
+	// path, not taken for a file rotated away.
+	if !f.o.Files.take(f.resume.has(m.id)) {
 		f.release(m.id)
 		return m, true, false, errNoPlace
 	}
@@ -402,10 +405,11 @@ func (f *Follower) track(path string, initial bool) (m match, exists, isOpen boo
 		t.positionAt(off)
 		t.backfill, t.holdsReady = false, false // a restored file's windows are the snapshot's
 	}
-	// A file there at the start that waited for a place (Options.Files) is read as the
-	// first scan would have: judged as one found after it, it would be read from its
-	// start past start_at: end.
-	if !initial && !atStart {
+	// A file there at a start without Options.Resume that waited for a place
+	// (Options.Files) is read from where the first scan would have read it: judged as one
+	// found after the start, it would be read from its beginning past start_at: end. With
+	// Options.Resume, that scan reads a file without a position from its beginning too.
+	if !initial && !(atStart && f.o.Resume == nil) {
 		if off, back := f.cameBack(m.id, file); back {
 			t.positionAt(off)
 		} else if glob {

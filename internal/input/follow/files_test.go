@@ -161,3 +161,65 @@ func TestFilesWaitedFromStart(t *testing.T) {
 		})
 	}
 }
+
+// TestFilesResumedPastBound: a restart finds at their paths files of positions the bound
+// leaves no place for: each is opened by the first scan whatever the bound and read on
+// from its position, as a file of a position rotated away is, not left to wait, counted,
+// then found by the look for rotated files and logged as rotated away. A file without a
+// position that waits is read from its start once a place frees, as the first scan reads
+// such a file (a.log).
+func TestFilesResumedPastBound(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) {
+		file, err := os.OpenFile(filepath.Join(dir, name), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := file.WriteString(text); err != nil {
+			t.Fatal(err)
+		}
+		_ = file.Close()
+	}
+	write("b.log", "b 1\n")
+	write("c.log", "c 1\n")
+	var got []string
+	h := func(_ string, line []byte) { got = append(got, string(line)) }
+	s := NewFiles(2)
+	clock := testclock.New(time.Unix(1_700_000_000, 0))
+	var log bytes.Buffer
+	o := Options{Path: filepath.Join(dir, "*.log"), FromBeginning: true, Files: s, noNotify: true, now: clock.Now,
+		RotationGrace: time.Minute, Logger: timelessLogger(&log)}
+	f := discovered(t, o, h)
+	f.readAll()
+	// Both wait, without a position: b.log and c.log hold the places. a.log takes one at
+	// the restart before c.log is looked at.
+	write("a.log", "a 1\n")
+	write("d.log", "d 1\n")
+	write("b.log", "b 2\n")
+	write("c.log", "c 2\n")
+	f.discover(false)
+	g := resumed(t, f, o, h)
+	if s.taken() != 3 || len(g.waiting) != 1 || g.c.errors[reasonOpen].Load() != 1 {
+		t.Errorf("after the restart: %d places taken, %d files wait, %d open errors; want 3, 1 (d.log), 1", s.taken(), len(g.waiting), g.c.errors[reasonOpen].Load())
+	}
+	if strings.Contains(log.String(), "rotated away") {
+		t.Errorf("a file at its path is logged as rotated away:\n%s", log.String())
+	}
+	g.readAll()
+	// Two places are taken once one of the three files closes: d.log waits for another.
+	for _, gone := range []string{"b.log", "c.log"} {
+		if err := os.Remove(filepath.Join(dir, gone)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 2 {
+		for range 2 {
+			g.discover(false)
+			g.readAll()
+		}
+		clock.Add(2 * time.Minute)
+	}
+	if want := []string{"b 1", "c 1", "a 1", "b 2", "c 2", "d 1"}; !slices.Equal(got, want) {
+		t.Errorf("read %q, want %q", got, want)
+	}
+}

@@ -170,8 +170,9 @@ type Options struct {
 	// Files, when not nil, bounds the files open at once, with the other followers that
 	// share it: a file the bound keeps from being opened waits, counted as an open error
 	// once and warned of with how many wait, and is opened by a later scan once a place
-	// is free. The rotated files a follower resumed from Resume reads to their end are
-	// opened whatever the bound, as their lines would be lost otherwise.
+	// is free. The files of Resume's positions, at their paths or rotated away, are
+	// opened whatever the bound, as their lines after the positions would be lost
+	// otherwise.
 	Files *Files
 
 	now      func() time.Time                    // a test clock for the grace period

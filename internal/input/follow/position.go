@@ -240,6 +240,15 @@ func newResume(ps, truncated, drained []Position) *resume {
 	return r
 }
 
+// has reports whether the file id has a position not applied yet; r may be nil.
+func (r *resume) has(id fileID) bool {
+	if r == nil {
+		return false
+	}
+	_, ok := r.byID[id]
+	return ok
+}
+
 // byName adds p to m, by the directory and the name of its path.
 func byName(m map[string]map[string][]Position, p Position) {
 	dir, name := filepath.Dir(p.Path), filepath.Base(p.Path)
