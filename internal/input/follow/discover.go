@@ -359,8 +359,13 @@ func (f *Follower) track(path string, initial bool) (m match, exists, isOpen boo
 	}
 	// A file of a position is opened past the bound, as resumeRotated would open it (its
 	// lines after the position are lost unless it is read): here it is read on at its
-	// path, not taken for a file rotated away.
-	if !f.o.Files.take(f.resume.has(m.id)) {
+	// path, not taken for a file rotated away. So is a follower's first file, as its
+	// inotify instance is: under a limit so low that the instances take every place, the
+	// input would read nothing.
+	f.mu.Lock()
+	first := len(f.files) == 0
+	f.mu.Unlock()
+	if !f.o.Files.take(first || f.resume.has(m.id)) {
 		f.release(m.id)
 		return m, true, false, errNoPlace
 	}

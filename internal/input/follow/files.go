@@ -11,7 +11,8 @@ import (
 // close (a file retired after it left its path, a follower stopped). A process has one,
 // shared by all its followers across reloads. Each follower's inotify instance takes a
 // place too, whatever the bound: it is one descriptor per input, made before any file is
-// opened, and without it the input would poll.
+// opened, and without it the input would poll. So does its first file: were the bound
+// so low that the instances took it all, the input would read nothing.
 type Files struct {
 	max int
 

@@ -223,3 +223,40 @@ func TestFilesResumedPastBound(t *testing.T) {
 		t.Errorf("read %q, want %q", got, want)
 	}
 }
+
+// TestFilesFirstPastBound: each follower opens its first file whatever the bound, as it
+// makes its inotify instance: under a limit that leaves the inputs a place or two, taken
+// by the instances, an input would read nothing. Its second file waits.
+func TestFilesFirstPastBound(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		followers int
+		notify    bool
+	}{
+		{"the inotify instance takes the place", 1, true},
+		{"another follower takes it", 2, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := NewFiles(1)
+			read, held := 0, 0
+			for range c.followers {
+				dir := t.TempDir()
+				for _, n := range []string{"a.log", "b.log"} {
+					if err := os.WriteFile(filepath.Join(dir, n), []byte(n+"\n"), 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+				f := discovered(t, Options{Path: filepath.Join(dir, "*.log"), FromBeginning: true, Files: s, noNotify: !c.notify,
+					Logger: testLogger(t)}, func(string, []byte) { read++ })
+				f.readAll()
+				if f.w != nil {
+					held++
+				}
+				held += len(f.files)
+			}
+			if read != c.followers || s.taken() != held {
+				t.Errorf("%d files read, %d places taken; want one a follower, %d (its files and inotify instances)", read, s.taken(), held)
+			}
+		})
+	}
+}

@@ -172,7 +172,7 @@ type Options struct {
 	// once and warned of with how many wait, and is opened by a later scan once a place
 	// is free. The files of Resume's positions, at their paths or rotated away, are
 	// opened whatever the bound, as their lines after the positions would be lost
-	// otherwise.
+	// otherwise, and so is a follower's first file, as its inotify instance is.
 	Files *Files
 
 	now      func() time.Time                    // a test clock for the grace period
