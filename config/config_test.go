@@ -394,11 +394,12 @@ func TestBadConfigs(t *testing.T) {
 			`:7: input "other": start_at: "middle" is neither end nor beginning`,
 			`:8: input #4: path: "/var/log/a.log" is already followed by the input on line 3 (its lines would count twice)`,
 			`:9: input #5: path: "/var/log/[a.log" is not a valid glob: syntax error in pattern`,
-			`:13: rule "a": inputs: no input is named "wbe" (did you mean "web"?) (named inputs: other, web)`,
-			`:13: rule "a": inputs: "web" is listed twice`,
-			`:16: rule "b": inputs: the list is empty; leave it out to read every input`,
+			`:10: input #6: path: "/var/log/a\x00.log" holds a NUL byte, which no file name has: it matches no file, ever`,
+			`:14: rule "a": inputs: no input is named "wbe" (did you mean "web"?) (named inputs: other, web)`,
+			`:14: rule "a": inputs: "web" is listed twice`,
+			`:17: rule "b": inputs: the list is empty; leave it out to read every input`,
 			// Not also that match: is missing: a log format the input named would read it.
-			`:18: rule "c": inputs: no input is named "wbe" (did you mean "web"?) (named inputs: other, web)`,
+			`:19: rule "c": inputs: no input is named "wbe" (did you mean "web"?) (named inputs: other, web)`,
 		},
 		"structured.yaml": {
 			`:5: input "odd": format: "jsno" is not one of text, json, logfmt (did you mean "json"?)`,

@@ -315,6 +315,12 @@ func (d *decoder) path(path string, line int, subject string, sources map[string
 		d.add(line, subject, "path: is empty; give the file or glob to follow")
 		return
 	}
+	if strings.ContainsRune(path, 0) {
+		// A YAML escape ("\0") put it there: the system refuses such a name, so the input
+		// would only log and count that its path cannot be looked at.
+		d.add(line, subject, "path: %q holds a NUL byte, which no file name has: it matches no file, ever", path)
+		return
+	}
 	if _, err := filepath.Match(path, ""); err != nil {
 		d.add(line, subject, "path: %q is not a valid glob: %s", path, err)
 		return

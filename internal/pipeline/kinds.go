@@ -62,6 +62,7 @@ func startFollower(p *Pipeline, ci config.Input, in *stream, shard int) (input.I
 		Lend:          hold.Lend,
 		Block:         hold.Block,
 		CaughtUp:      hold.CaughtUp,
+		Files:         p.opts.OpenFiles,
 	}
 	opts.Resume, opts.HandOver = p.resumeOf(ci.Source())
 	opts.Left, opts.Truncated = p.leftOf(ci.Source())

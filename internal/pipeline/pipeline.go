@@ -66,6 +66,10 @@ type Options struct {
 	StorageLockWait time.Duration
 	// Interrupt, once closed (SIGTERM), ends that wait: Start returns an error.
 	Interrupt <-chan struct{}
+	// OpenFiles, when not nil, bounds the files all the followers keep open, those of the
+	// inputs a reload starts too (follow.Options.Files): the server leaves the HTTP side
+	// its share of the open-file limit so; nil bounds nothing.
+	OpenFiles *follow.Files
 }
 
 // setDefaults gives o a logger that discards when it has none.

@@ -812,6 +812,30 @@ func connectionLimit(want int, nofile uint64) (limit int, lowered bool) {
 	return want, false
 }
 
+// reservedFiles are the descriptors the process holds besides its listeners, its
+// connections and the inputs' files: standard input, output and error, the network
+// poller's, the storage directory's lock and the snapshot being written, the rule file's
+// watch, a directory a follower lists, the rule, web config and TLS files read at a
+// reload or a handshake, and a margin.
+const reservedFiles = 24
+
+// inputFiles is how many files the inputs may keep open with the open-file limit nofile
+// (follow.Files): what is left by the connections held (want, lowered to half nofile as
+// connectionLimit does; half nofile when want is 0, no bound), the quarter of them more
+// an HTTP/2 GOAWAY may leave open, the listeners and reservedFiles; at least 1. It is 0,
+// no bound, when nofile is unknown (0).
+func inputFiles(want int, nofile uint64, listeners int) int {
+	if nofile == 0 {
+		return 0
+	}
+	conns := int(nofile / 2)
+	if want > 0 {
+		conns, _ = connectionLimit(want, nofile)
+	}
+	left := int64(nofile) - int64(conns+conns/4+listeners+reservedFiles)
+	return int(max(left, 1))
+}
+
 // lowerConnections is the connection limit of o.MaxConnections with the open-file limit
 // nofile (see connectionLimit), warning when it is lowered, and of the room it leaves
 // when the flags alone left enough (else main warned of them already).

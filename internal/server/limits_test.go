@@ -954,6 +954,32 @@ func TestLowerConnections(t *testing.T) {
 	}
 }
 
+// TestInputFiles: the inputs may keep open what the open-file limit leaves beside the
+// connections held (half the limit at most, and with no --web.max-connections), the
+// quarter of them more a GOAWAY leaves open, the listeners and reservedFiles; at least
+// one; no bound where the limit is not known.
+func TestInputFiles(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		want      int
+		nofile    uint64
+		listeners int
+		files     int
+	}{
+		{"unknown limit", 512, 0, 1, 0},
+		{"connections lowered to half", 512, 100, 1, 100 - 50 - 12 - 1 - reservedFiles},
+		{"connections below half", 512, 1 << 20, 1, 1<<20 - 512 - 128 - 1 - reservedFiles},
+		{"no connection bound", 0, 256, 2, 256 - 128 - 32 - 2 - reservedFiles},
+		{"nothing left", 512, 40, 1, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := inputFiles(c.want, c.nofile, c.listeners); got != c.files {
+				t.Errorf("inputFiles(%d, %d, %d) = %d, want %d", c.want, c.nofile, c.listeners, got, c.files)
+			}
+		})
+	}
+}
+
 func TestHeaderTimeout(t *testing.T) {
 	for read, want := range map[time.Duration]time.Duration{0: 10 * time.Second, 2 * time.Second: 2 * time.Second, time.Minute: 10 * time.Second} {
 		if got := headerTimeout(read); got != want {

@@ -630,3 +630,28 @@ func mustLink(t *testing.T, target, link string) {
 		t.Fatal(err)
 	}
 }
+
+// TestListenerCount: the listeners the inputs' bound of open files leaves a descriptor
+// each (inputFiles): one per --web.listen-address, the sockets systemd passes counted as
+// one, and one when no address is given (the default's).
+func TestListenerCount(t *testing.T) {
+	yes, no := true, false
+	for _, c := range []struct {
+		name    string
+		addrs   *[]string
+		systemd *bool
+		want    int
+	}{
+		{"no flags", nil, nil, 1},
+		{"one address", &[]string{":9100"}, &no, 1},
+		{"three addresses", &[]string{":9100", ":9101", "vsock://:9102"}, &no, 3},
+		{"an empty list", &[]string{}, nil, 1},
+		{"systemd's sockets", &[]string{":9100", ":9101"}, &yes, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := listenerCount(&web.FlagConfig{WebListenAddresses: c.addrs, WebSystemdSocket: c.systemd}); got != c.want {
+				t.Errorf("listenerCount = %d, want %d", got, c.want)
+			}
+		})
+	}
+}

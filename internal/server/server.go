@@ -42,6 +42,7 @@ import (
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/exporter"
 	"github.com/logwindow/logwindow_exporter/internal/configwatch"
+	"github.com/logwindow/logwindow_exporter/internal/input/follow"
 	"github.com/logwindow/logwindow_exporter/internal/pipeline"
 	rulescrape "github.com/logwindow/logwindow_exporter/internal/scrape"
 	"github.com/logwindow/logwindow_exporter/internal/selfmetric"
@@ -156,6 +157,12 @@ func Serve(cfg *config.Config, popts pipeline.Options, webFlags *web.FlagConfig,
 	}
 
 	popts.Interrupt = ctx.Done() // a wait for the storage directory
+	// The inputs open their files before the listener opens (the start waits for an old
+	// exporter's storage lock first): bounded, they leave it and the connections theirs.
+	nofile := openFileLimit()
+	if n := inputFiles(o.MaxConnections, nofile, listenerCount(webFlags)); n > 0 {
+		popts.OpenFiles = follow.NewFiles(n)
+	}
 	p, err := pipeline.Start(cfg, popts)
 	if err != nil {
 		return err
@@ -202,7 +209,7 @@ func Serve(cfg *config.Config, popts pipeline.Options, webFlags *web.FlagConfig,
 	}
 	mux := NewMux(p, coll, reg, o)
 	if o.MaxConnections > 0 {
-		o.conns = newConnLimiter(lowerConnections(o, openFileLimit()), connGrace, logger)
+		o.conns = newConnLimiter(lowerConnections(o, nofile), connGrace, logger)
 	}
 	listeners, err := listen(webFlags, logger)
 	if err != nil {
@@ -657,6 +664,15 @@ func overlapping(addrs []string) error {
 
 func listenAddressError(addr string, err error) error {
 	return fmt.Errorf("--web.listen-address=%s: %w", addr, err)
+}
+
+// listenerCount is how many listeners listen opens by flags, those systemd passes
+// counted as one.
+func listenerCount(flags *web.FlagConfig) int {
+	if (flags.WebSystemdSocket != nil && *flags.WebSystemdSocket) || flags.WebListenAddresses == nil {
+		return 1
+	}
+	return max(len(*flags.WebListenAddresses), 1)
 }
 
 // listenOn opens the socket of one --web.listen-address (see parseListenAddress).

@@ -153,8 +153,12 @@ func (f *Follower) scan(initial, last bool) bool {
 	matches := make(map[string]match, len(paths))
 	unknown := make(map[string]bool) // paths that could not be stat'ed
 	stale := false
+	var waits []string // files Options.Files keeps from being opened
 	for _, p := range paths {
 		m, exists, isOpen, err := f.lookAt(p, initial)
+		if errors.Is(err, errNoPlace) {
+			waits, err = append(waits, p), nil
+		}
 		scanned[p] = true
 		if !exists && err == nil && config.IsGlob(f.o.Path) && vanished(p) {
 			stale = true
@@ -189,6 +193,7 @@ func (f *Follower) scan(initial, last bool) bool {
 	if stale && !last {
 		return false
 	}
+	f.wait(waits)
 	for id := range f.atStart {
 		if !present[id] && len(unknown) == 0 && len(unlisted) == 0 {
 			delete(f.atStart, id) // gone before it could be opened
@@ -352,9 +357,22 @@ func (f *Follower) track(path string, initial bool) (m match, exists, isOpen boo
 	if !f.claim(m.id) {
 		return m, true, false, nil // another follower of the glob reads it
 	}
+	// A file of a position is opened past the bound, as resumeRotated would open it (its
+	// lines after the position are lost unless it is read): here it is read on at its
+	// path, not taken for a file rotated away. So is a follower's first file, as its
+	// inotify instance is: under a limit so low that the instances take every place, the
+	// input would read nothing.
+	f.mu.Lock()
+	first := len(f.files) == 0
+	f.mu.Unlock()
+	if !f.o.Files.take(first || f.resume.has(m.id)) {
+		f.release(m.id)
+		return m, true, false, errNoPlace
+	}
 	// O_NONBLOCK: a FIFO swapped in after the stat must not block discovery.
 	file, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
+		f.o.Files.give()
 		f.release(m.id)
 		return m, true, false, err
 	}
@@ -365,7 +383,7 @@ func (f *Follower) track(path string, initial bool) (m match, exists, isOpen boo
 		err = f.tree.openedInRoot(path, file)
 	}
 	if err != nil {
-		_ = file.Close()
+		f.close(file)
 		f.release(m.id)
 		return m, true, false, err
 	}
@@ -374,12 +392,13 @@ func (f *Follower) track(path string, initial bool) (m match, exists, isOpen boo
 	if id := idOf(fi); id != m.id {
 		f.release(m.id)
 		if m.id = id; !f.claim(id) {
-			_ = file.Close()
+			f.close(file)
 			return m, true, false, nil
 		}
 	}
 	t := &tracked{id: m.id, f: file, path: path, lastData: f.o.now()}
-	if size, ok := f.atStart[m.id]; ok {
+	size, atStart := f.atStart[m.id]
+	if atStart {
 		if !f.o.FromBeginning {
 			t.positionAt(textEnd(file, min(size, fi.Size())))
 			t.backfill = f.o.Backfill != nil
@@ -391,7 +410,11 @@ func (f *Follower) track(path string, initial bool) (m match, exists, isOpen boo
 		t.positionAt(off)
 		t.backfill, t.holdsReady = false, false // a restored file's windows are the snapshot's
 	}
-	if !initial {
+	// A file there at a start without Options.Resume that waited for a place
+	// (Options.Files) is read from where the first scan would have read it: judged as one
+	// found after the start, it would be read from its beginning past start_at: end. With
+	// Options.Resume, that scan reads a file without a position from its beginning too.
+	if !initial && !(atStart && f.o.Resume == nil) {
 		if off, back := f.cameBack(m.id, file); back {
 			t.positionAt(off)
 		} else if glob {
@@ -413,7 +436,7 @@ func (f *Follower) track(path string, initial bool) (m match, exists, isOpen boo
 	f.mu.Unlock()
 	if dup {
 		// The follower reads it already, claimed: it stays so.
-		_ = file.Close()
+		f.close(file)
 		return m, true, true, nil
 	}
 	// At info, as promtail and Alloy log every file they start tailing: a path that

@@ -68,7 +68,10 @@
 //   - No failure exits the process: inotify that cannot be set up (per-user
 //     instance limit) falls back to polling; list, stat, open and read
 //     failures are logged and counted once per episode and retried on every
-//     scan.
+//     scan. Options.Files bounds the files open, so that a glob of more files than
+//     the process may open leaves the rest of it its descriptors: a file past the
+//     bound waits for a place, counted once, and is opened by a later scan. It costs
+//     a lock per open and close, nothing per line.
 //
 // With logrotate's copytruncate, lines not yet read when the truncation
 // happens are lost: those written between the copy and the truncation (by

@@ -167,6 +167,13 @@ type Options struct {
 	// caller that kept state with Positions taken before (a CRI message being joined) can
 	// tell whether the files that state goes on in are read on from where it was kept.
 	Started func(from []Position)
+	// Files, when not nil, bounds the files open at once, with the other followers that
+	// share it: a file the bound keeps from being opened waits, counted as an open error
+	// once and warned of with how many wait, and is opened by a later scan once a place
+	// is free. The files of Resume's positions, at their paths or rotated away, are
+	// opened whatever the bound, as their lines after the positions would be lost
+	// otherwise, and so is a follower's first file, as its inotify instance is.
+	Files *Files
 
 	now      func() time.Time                    // a test clock for the grace period
 	noNotify bool                                // tests force polling
@@ -384,6 +391,7 @@ type Follower struct {
 	watchFailed map[string]string // directory → error already counted and logged
 	unlisted    map[string]string // directory of a glob → listing error already counted and logged
 	atStart     map[fileID]int64  // size at Start of files present then, for start at end
+	waiting     map[string]bool   // paths of the files waiting for a place (Options.Files)
 	resume      *resume           // Options.Resume, until Start applied it
 
 	ready     atomic.Bool
@@ -468,6 +476,7 @@ func newFollower(opts Options, h input.Handler) (*Follower, error) {
 			o.Logger.Warn("inotify unavailable, polling for changes", "path", o.Path, "interval", o.PollInterval, "err", err)
 		} else {
 			f.w = w
+			o.Files.take(true)
 		}
 	}
 	return f, nil
@@ -534,13 +543,14 @@ func (f *Follower) Stop() {
 		f.wg.Wait()
 		if f.w != nil {
 			_ = f.w.Close()
+			f.o.Files.give()
 		}
 		f.judgeHeld(nil)
 		f.settleTruncations(true)
 		f.mu.Lock()
 		f.final, f.finalDrained = f.positions(), f.drained()
 		for _, t := range f.files {
-			_ = t.f.Close()
+			f.close(t.f)
 			f.readPaths[t.path] = true
 			f.release(t.id)
 		}
@@ -576,6 +586,12 @@ func (f *Follower) judgeHeld(of *tracked) {
 			f.judged(t, paths[i], fi.Size())
 		}
 	}
+}
+
+// close closes a file the follower kept open, giving back its place (Options.Files).
+func (f *Follower) close(file *os.File) {
+	_ = file.Close()
+	f.o.Files.give()
 }
 
 // claim reports whether the follower may read the file id (Options.Claim).
@@ -711,7 +727,7 @@ func (f *Follower) retireIfIdle(t *tracked, path string) {
 	}
 	f.r.finishHeld(t, path)
 	f.keepLeft(t, path)
-	_ = t.f.Close()
+	f.close(t.f)
 	f.o.Logger.Debug("closed rotated file after its grace period", "path", path, "offset", t.off)
 }
 

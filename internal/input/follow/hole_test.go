@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 )
@@ -199,4 +200,45 @@ func TestTruncatedAfterStatAtStart(t *testing.T) {
 	f.readAll()
 	f.readAll()
 	col.expectExactly(t, span{11, 30})
+}
+
+// TestReplayNULsEndingARead: a one-shot reads a file whose run of NUL bytes fills its read
+// buffer to the end, text after it, as a follower reading it from the start does (the
+// NULs asked whether they end the file), and returns; it has no stop to be asked.
+func TestReplayNULsEndingARead(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		head string // the text before the NULs
+		nuls int
+		tail string // the text after them
+	}{
+		{name: "a run past the read buffer", head: "first\n", nuls: 2 * minBuffer, tail: "after the NULs\nlast\n"},
+		// A log preallocated and never written (its writer crashed).
+		{name: "NULs alone past the read buffer", nuls: 2 * minBuffer},
+		// The buffer holds the longest line and its newline.
+		{name: "a run ending the first read", head: "first\n", nuls: DefaultMaxLineBytes + 1 - len("first\n"), tail: "after the NULs\nlast\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			log := filepath.Join(t.TempDir(), "app.log")
+			text := c.head + string(make([]byte, c.nuls)) + c.tail
+			if err := os.WriteFile(log, []byte(text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var replayed, followed []string
+			st, err := ReadToEnd(Options{Path: log}, func(_ string, line []byte) { replayed = append(replayed, string(line)) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, _, _ := handDriven(t, log, func(_ string, line []byte) { followed = append(followed, string(line)) })
+			if !slices.Equal(replayed, followed) || st.TooLong != f.c.tooLong.Load() {
+				t.Errorf("replayed %d lines (%d too long), followed %d (%d too long)", len(replayed), st.TooLong, len(followed), f.c.tooLong.Load())
+				for i := range min(len(replayed), len(followed)) {
+					if replayed[i] != followed[i] {
+						t.Errorf("line %d: replayed %.80q…, followed %.80q…", i, replayed[i], followed[i])
+						break
+					}
+				}
+			}
+		})
+	}
 }

@@ -240,6 +240,15 @@ func newResume(ps, truncated, drained []Position) *resume {
 	return r
 }
 
+// has reports whether the file id has a position not applied yet; r may be nil.
+func (r *resume) has(id fileID) bool {
+	if r == nil {
+		return false
+	}
+	_, ok := r.byID[id]
+	return ok
+}
+
 // byName adds p to m, by the directory and the name of its path.
 func byName(m map[string]map[string][]Position, p Position) {
 	dir, name := filepath.Dir(p.Path), filepath.Base(p.Path)
@@ -572,6 +581,7 @@ func (f *Follower) resumeRotated() {
 			continue
 		}
 		f.byID[t.id] = t
+		f.o.Files.take(true) // its lines are lost unless it is read: past the bound
 		f.pathsChanged++
 	}
 	found = slices.DeleteFunc(found, func(t *tracked) bool { return f.byID[t.id] != t })

@@ -384,7 +384,7 @@ type lineReader struct {
 	max  int
 	h    input.Handler
 	c    *counters
-	stop *atomic.Bool // nil when reading cannot be stopped
+	stop *atomic.Bool // never set when reading cannot be stopped (a one-shot's)
 	// chunk, tooLong, lend and block are Options.Chunk, Options.TooLong, Options.Lend
 	// and Options.Block; block is nil when buf, longer than the cap and its newline, may
 	// hold a complete line too long.
@@ -409,8 +409,13 @@ type lineReader struct {
 	before [tailLen]byte
 }
 
-// newLineReader reads lines as o (normalized) says.
+// newLineReader reads lines as o (normalized) says; stop is nil when reading cannot be
+// stopped (a one-shot's).
 func newLineReader(o Options, h input.Handler, c *counters, stop *atomic.Bool) *lineReader {
+	if stop == nil {
+		// Asked all the same, by the looks for a hole's end (textAfter).
+		stop = new(atomic.Bool)
+	}
 	// One byte more than the cap, for the newline that ends the longest line allowed.
 	size := max(o.MaxLineBytes+1, minBuffer)
 	if size > o.MaxLineBytes+1 {
@@ -433,7 +438,7 @@ func newLineReader(o Options, h input.Handler, c *counters, stop *atomic.Bool) *
 	}
 }
 
-func (r *lineReader) stopped() bool { return r.stop != nil && r.stop.Load() }
+func (r *lineReader) stopped() bool { return r.stop.Load() }
 
 // pass reads t from its offset until the end of the file or until budget
 // bytes were read, handing complete lines to the handler. An incomplete last
