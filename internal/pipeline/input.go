@@ -510,7 +510,7 @@ func (p *Pipeline) handOver(ci config.Input) {
 		if f, ok := in.running.(*follow.Follower); ok {
 			if p.handedOver == nil {
 				p.handedOver, p.handedParts = map[string][]follow.Position{}, map[string][]pathParts{}
-				p.handedLeft, p.handedTruncated = map[string][]follow.Position{}, map[string][]follow.Position{}
+				p.handedLeft, p.handedTruncated = map[string][]follow.Position{}, map[string][]follow.Truncation{}
 			}
 			// Not nil when empty: a file none of them read came after them, and is read
 			// from its first byte as a new file is. The messages its joiner was in the

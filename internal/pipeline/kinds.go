@@ -106,7 +106,7 @@ func (p *Pipeline) resumeOf(source string) (ps []follow.Position, handedOver boo
 // leftOf is where the followers whose positions resumeOf gives read the files they closed
 // after the files left their path, and what the files they found truncated lately held,
 // for the followers that replace them.
-func (p *Pipeline) leftOf(source string) (left, truncated []follow.Position) {
+func (p *Pipeline) leftOf(source string) (left []follow.Position, truncated []follow.Truncation) {
 	if _, ok := p.handedOver[source]; ok {
 		return p.handedLeft[source], p.handedTruncated[source]
 	}

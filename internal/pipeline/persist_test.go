@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -1784,6 +1785,73 @@ func TestStorageRestartSnapshotAheadRotated(t *testing.T) {
 			rename(log, log+".1")
 			persistLines(t, log, 11, 15)
 			want(start(&restarted), 15)
+		})
+	}
+}
+
+// TestStorageKeepsTruncationsUnread: what a file found truncated held unread that its
+// follower had not settled (no copy read, the rotation grace not passed) goes with its
+// position in the snapshot, for the restart's follower to count as lost; a snapshot
+// without it (an earlier build's) gives none, and a record that does not decode is
+// skipped alone, the positions kept.
+func TestStorageKeepsTruncationsUnread(t *testing.T) {
+	const source = "/var/log/nginx/access.log*"
+	a := follow.Position{Path: "/var/log/nginx/access.log", Dev: 2049, Ino: 131, Offset: 900, Head: 7}
+	b := follow.Position{Path: "/var/log/nginx/access.log-api", Dev: 2049, Ino: 132, Offset: 40, Head: 8}
+	unread := func(ts ...follow.Truncation) []byte { return appendUnread(nil, source, ts) }
+	for _, c := range []struct {
+		name    string
+		records [][]byte // of sectionTruncatedUnread; nil: no such section
+		want    []follow.Truncation
+		skipped int
+	}{
+		{"none", nil, []follow.Truncation{{Position: a}, {Position: b}}, 0},
+		{"unread of one", [][]byte{unread(follow.Truncation{Position: b, Seen: 5000, Lost: 4960}, follow.Truncation{Position: a})},
+			[]follow.Truncation{{Position: a}, {Position: b, Seen: 5000, Lost: 4960}}, 0},
+		{"unread of a position not kept", [][]byte{unread(follow.Truncation{Position: follow.Position{Path: a.Path, Dev: 2049, Ino: 999, Offset: 900}, Seen: 5000, Lost: 4100})},
+			[]follow.Truncation{{Position: a}, {Position: b}}, 0},
+		{"more lost than seen", [][]byte{wire.AppendUvarint(wire.AppendUvarint(appendPosition(wire.AppendUvarint(wire.AppendBytes(nil, []byte(source)), 1), a), 10), 11)},
+			[]follow.Truncation{{Position: a}, {Position: b}}, 1},
+		{"of a path the input does not name", [][]byte{unread(follow.Truncation{Position: follow.Position{Path: "/etc/shadow", Offset: 900}, Seen: 5000, Lost: 4100})},
+			[]follow.Truncation{{Position: a}, {Position: b}}, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			err := storage.Write(dir, func(w *storage.Writer) error {
+				if err := w.Section(sectionTruncated); err != nil {
+					return err
+				}
+				if err := w.Record(appendPositions(nil, source, []follow.Position{a, b})); err != nil {
+					return err
+				}
+				if c.records == nil {
+					return nil
+				}
+				if err := w.Section(sectionTruncatedUnread); err != nil {
+					return err
+				}
+				for _, rec := range c.records {
+					if err := w.Record(rec); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			snap, err := storage.Read(dir, math.MaxInt64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			at, skipped := decodeFiles(snap, sectionTruncated, nil)
+			got, skipped := decodeTruncated(snap, at, skipped)
+			if !slices.Equal(got[source], c.want) {
+				t.Errorf("truncations %+v, want %+v", got[source], c.want)
+			}
+			if len(skipped) != c.skipped {
+				t.Errorf("records skipped %v, want %d", skipped, c.skipped)
+			}
 		})
 	}
 }

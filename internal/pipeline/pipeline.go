@@ -169,7 +169,7 @@ type Pipeline struct {
 	// (follow.Options.Drained).
 	resumeTaken     time.Time
 	resumeLeft      map[string][]follow.Position
-	resumeTruncated map[string][]follow.Position
+	resumeTruncated map[string][]follow.Truncation
 	resumeDrained   map[string][]follow.Position
 	// handedOver holds, during syncInputs, the positions of the followers it stopped to
 	// replace them, by input source (handOver), and handedParts the CRI messages in parts
@@ -180,7 +180,7 @@ type Pipeline struct {
 	handedOver      map[string][]follow.Position
 	handedParts     map[string][]pathParts
 	handedLeft      map[string][]follow.Position
-	handedTruncated map[string][]follow.Position
+	handedTruncated map[string][]follow.Truncation
 	// unreadable is what warnUnreadable keeps of each input by label, and looked each
 	// stream's counts at its last look, used by it alone.
 	unreadable map[string]*unreadable

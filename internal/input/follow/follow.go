@@ -145,8 +145,10 @@ type Options struct {
 	// truncated lately held before (Follower.Truncated), taken with Resume: a file present
 	// at Start without a position that is a copy of one is read from where that one was
 	// read up to, as it is of a position's file (see position.go), and so is one a glob
-	// finds within the rotation grace after Start (see copies.go).
-	Truncated []Position
+	// finds within the rotation grace after Start (see copies.go). What one held unread
+	// that its follower had not settled when it stopped (Truncation.Lost) is counted by
+	// this one: past its own rotation grace without a copy, or what the copy lacks.
+	Truncated []Truncation
 	// Drained, when not nil, holds those of Resume's positions that were of files read to
 	// their end after they had left their path (Follower.Drained, taken with Resume): one
 	// not found is said gone at debug, as no line of it is known to be lost (the kubelet
@@ -438,7 +440,7 @@ func newFollower(opts Options, h input.Handler) (*Follower, error) {
 		watchFailed: make(map[string]string),
 		unlisted:    make(map[string]string),
 		atStart:     make(map[fileID]int64),
-		resume:      newResume(o.Resume, o.Truncated, o.Drained),
+		resume:      newResume(o.Resume, truncatedPositions(o.Truncated), o.Drained),
 		readPaths:   make(map[string]bool),
 		stop:        make(chan struct{}),
 		wake:        make(chan struct{}, 1),
@@ -453,8 +455,8 @@ func newFollower(opts Options, h input.Handler) (*Follower, error) {
 		// A copy found after the start, within the rotation grace, is judged against them
 		// too: the restart came between the truncation's read and the copy's find.
 		if p.Offset > 0 {
-			// What it held unread was counted, or not known, by the follower that found it.
-			f.truncated = append(f.truncated, truncation{path: p.Path, id: fileID{dev: p.Dev, ino: p.Ino}, hash: p.Head, off: p.Offset, at: o.now(), settled: true})
+			f.truncated = append(f.truncated, truncation{path: p.Path, id: fileID{dev: p.Dev, ino: p.Ino}, hash: p.Head, off: p.Offset, at: o.now(),
+				seen: p.Seen, lost: p.Lost, settled: p.Lost <= 0})
 		}
 	}
 	f.r = newLineReader(o, h, &f.c, &f.stopping)
@@ -536,7 +538,7 @@ func (f *Follower) Stop() {
 			_ = f.w.Close()
 		}
 		f.judgeHeld(nil)
-		f.settleTruncations(true)
+		f.pendingAtStop()
 		f.mu.Lock()
 		f.final, f.finalDrained = f.positions(), f.drained()
 		for _, t := range f.files {
@@ -665,7 +667,7 @@ func (f *Follower) readAll() (more bool) {
 			f.retireIfIdle(t, paths[i])
 		}
 	}
-	f.settleTruncations(false)
+	f.settleTruncations()
 	f.turns.Add(1)
 	return more
 }
