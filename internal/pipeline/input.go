@@ -444,6 +444,9 @@ func (p *Pipeline) syncInputs(cfg *config.Config) error {
 	for k, in := range p.inputs {
 		if !sources[in.source] {
 			p.stopInput(k, in)
+			if f, ok := in.running.(*follow.Follower); ok {
+				p.vanished = append(append(p.vanished, f.Positions()...), f.Left()...)
+			}
 		}
 	}
 	wanted := map[string]bool{}
@@ -472,7 +475,7 @@ func (p *Pipeline) syncInputs(cfg *config.Config) error {
 		}
 	}
 	p.stopInputs(wanted)
-	p.handedOver, p.handedParts, p.handedLeft, p.handedTruncated = nil, nil, nil, nil
+	p.handedOver, p.handedParts, p.handedLeft, p.handedTruncated, p.vanished = nil, nil, nil, nil, nil
 	return errors.Join(errs...)
 }
 

@@ -1,6 +1,8 @@
 package pipeline
 
 import (
+	"slices"
+
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/internal/input"
 	"github.com/logwindow/logwindow_exporter/internal/input/follow"
@@ -65,6 +67,9 @@ func startFollower(p *Pipeline, ci config.Input, in *stream, shard int) (input.I
 	}
 	opts.Resume, opts.HandOver = p.resumeOf(ci.Source())
 	opts.Left, opts.Truncated = p.leftOf(ci.Source())
+	if opts.Resume == nil && len(p.vanished) > 0 {
+		opts.Left = append(slices.Clip(opts.Left), p.vanished...)
+	}
 	if !opts.HandOver {
 		opts.Taken, opts.Drained = p.resumeTaken, p.resumeDrained[ci.Source()]
 		// A snapshot of an earlier version has no section of them (a nil map).

@@ -1855,3 +1855,41 @@ func TestStorageKeepsTruncationsUnread(t *testing.T) {
 		})
 	}
 }
+
+// TestInputOfAnotherPathReadsOn: an input whose path changed (a file given as a glob that
+// matches it too, `access.log` made `access.log*`) is an input of its own, started anew;
+// a file the input it replaces read is read on from where that one stopped, at a reload
+// and at a restart with the rule file changed while down: from its start (start_at:
+// beginning), its lines would count twice in the rules that kept their series.
+func TestInputOfAnotherPathReadsOn(t *testing.T) {
+	for _, restart := range []bool{false, true} {
+		t.Run(fmt.Sprintf("restart %v", restart), func(t *testing.T) {
+			logDir, dir := t.TempDir(), t.TempDir()
+			log := filepath.Join(logDir, "access.log")
+			rules := func(path string) string {
+				return strings.ReplaceAll(strings.ReplaceAll(persistRules, "LOG", path), "start_at: end", "start_at: beginning")
+			}
+			var out syncbuf.Buffer
+			persistLines(t, log, 1, 100)
+			p := startStoredOn(t, rules(log), dir, &out, Options{})
+			waitCounted(t, p, 100)
+			if restart {
+				p.Stop()
+				persistLines(t, log, 101, 150)
+				p = startStoredOn(t, rules(log+"*"), dir, &out, Options{})
+			} else {
+				cfg, err := config.Parse([]byte(rules(log+"*")), "rules.yaml")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := p.Reload(cfg); err != nil {
+					t.Fatal(err)
+				}
+				persistLines(t, log, 101, 150)
+			}
+			waitCounted(t, p, 150)
+			waitCaughtUp(t, p)
+			waitCounted(t, p, 150)
+		})
+	}
+}

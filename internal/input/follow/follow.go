@@ -162,7 +162,10 @@ type Options struct {
 	// Left, when not nil, is where an earlier follower of the input read the files it
 	// closed after they left their path (Follower.Left): one that comes back to a path
 	// (a symlink retargeted back to it) is read on from there, as that follower would
-	// have, a file present at Start without a position of Resume too.
+	// have, a file present at Start without a position of Resume too. Without Resume it
+	// may hold the positions of another input's follower too (Follower.Positions), of a
+	// path the new input's replaces: a file present at Start that it read is read on
+	// from there, not by FromBeginning.
 	Left []Position
 	// Started, when set, is called once by Start, after its first scan and before any
 	// line is handed on, with where each file it found is read from (Positions then): a
