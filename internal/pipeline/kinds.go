@@ -68,14 +68,7 @@ func startFollower(p *Pipeline, ci config.Input, in *stream, shard int) (input.I
 	opts.Resume, opts.HandOver = p.resumeOf(ci.Source())
 	opts.Left, opts.Truncated = p.leftOf(ci.Source())
 	if opts.Resume == nil && len(p.vanished) > 0 {
-		// Of the files its path names alone: another's would be kept with those it closed
-		// (Follower.Left), a record a restart skips whole (decodePositions).
-		opts.Left = slices.Clip(opts.Left)
-		for _, pos := range p.vanished {
-			if follow.Names(ci.Source(), pos.Path) {
-				opts.Left = append(opts.Left, pos)
-			}
-		}
+		opts.Left = append(slices.Clip(opts.Left), p.vanished...)
 	}
 	if !opts.HandOver {
 		opts.Taken, opts.Drained = p.resumeTaken, p.resumeDrained[ci.Source()]

@@ -1896,10 +1896,10 @@ func TestInputOfAnotherPathReadsOn(t *testing.T) {
 }
 
 // TestInputOfAnotherPathKeepsNoForeignFile: the positions of an input the configuration
-// no longer names are given to a new input's followers for the files its path names
-// alone: one of a file it does not read (`access.log` replaced by `error.log`) would stay
-// in what they remember of the files closed, and go in the snapshot under the new input,
-// whose record of them a restart skips whole, as a path the input does not name.
+// no longer names, given to a new input's followers, stay in what they remember of the
+// files closed, those of files the new path does not name (`access.log` replaced by
+// `error.log`) too, but the snapshot leaves those out: under the new input, its record of
+// them would be skipped whole by a restart, as of a path the input does not name.
 func TestInputOfAnotherPathKeepsNoForeignFile(t *testing.T) {
 	for _, c := range []struct {
 		name string
