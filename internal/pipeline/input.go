@@ -444,6 +444,9 @@ func (p *Pipeline) syncInputs(cfg *config.Config) error {
 	for k, in := range p.inputs {
 		if !sources[in.source] {
 			p.stopInput(k, in)
+			if f, ok := in.running.(*follow.Follower); ok {
+				p.vanished = append(append(p.vanished, f.Positions()...), f.Left()...)
+			}
 		}
 	}
 	wanted := map[string]bool{}
@@ -472,7 +475,7 @@ func (p *Pipeline) syncInputs(cfg *config.Config) error {
 		}
 	}
 	p.stopInputs(wanted)
-	p.handedOver, p.handedParts, p.handedLeft, p.handedTruncated = nil, nil, nil, nil
+	p.handedOver, p.handedParts, p.handedLeft, p.handedTruncated, p.vanished = nil, nil, nil, nil, nil
 	return errors.Join(errs...)
 }
 
@@ -510,7 +513,7 @@ func (p *Pipeline) handOver(ci config.Input) {
 		if f, ok := in.running.(*follow.Follower); ok {
 			if p.handedOver == nil {
 				p.handedOver, p.handedParts = map[string][]follow.Position{}, map[string][]pathParts{}
-				p.handedLeft, p.handedTruncated = map[string][]follow.Position{}, map[string][]follow.Position{}
+				p.handedLeft, p.handedTruncated = map[string][]follow.Position{}, map[string][]follow.Truncation{}
 			}
 			// Not nil when empty: a file none of them read came after them, and is read
 			// from its first byte as a new file is. The messages its joiner was in the

@@ -1,6 +1,8 @@
 package pipeline
 
 import (
+	"slices"
+
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/internal/input"
 	"github.com/logwindow/logwindow_exporter/internal/input/follow"
@@ -66,6 +68,9 @@ func startFollower(p *Pipeline, ci config.Input, in *stream, shard int) (input.I
 	}
 	opts.Resume, opts.HandOver = p.resumeOf(ci.Source())
 	opts.Left, opts.Truncated = p.leftOf(ci.Source())
+	if opts.Resume == nil && len(p.vanished) > 0 {
+		opts.Left = append(slices.Clip(opts.Left), p.vanished...)
+	}
 	if !opts.HandOver {
 		opts.Taken, opts.Drained = p.resumeTaken, p.resumeDrained[ci.Source()]
 		// A snapshot of an earlier version has no section of them (a nil map).
@@ -107,7 +112,7 @@ func (p *Pipeline) resumeOf(source string) (ps []follow.Position, handedOver boo
 // leftOf is where the followers whose positions resumeOf gives read the files they closed
 // after the files left their path, and what the files they found truncated lately held,
 // for the followers that replace them.
-func (p *Pipeline) leftOf(source string) (left, truncated []follow.Position) {
+func (p *Pipeline) leftOf(source string) (left []follow.Position, truncated []follow.Truncation) {
 	if _, ok := p.handedOver[source]; ok {
 		return p.handedLeft[source], p.handedTruncated[source]
 	}

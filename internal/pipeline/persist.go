@@ -35,15 +35,18 @@ const DefaultStorageLockWait = 30 * time.Second
 // the files the followers closed after they left their path were read up to
 // (follow.Follower.Left), and what the files they found truncated lately held
 // (follow.Follower.Truncated), and which of the positions' files had left their path and
-// were read to their end (follow.Follower.Drained). A snapshot without the last four
+// were read to their end (follow.Follower.Drained), and what of the files found
+// truncated is lost unless a copy of them is read (follow.Truncation's Seen and Lost),
+// apart so that a build from before it passes over it. A snapshot without the last five
 // (written before they were) restores without those messages and files.
 const (
-	sectionPipeline  = "pipeline"
-	sectionFiles     = "files"
-	sectionParts     = "cri-parts"
-	sectionLeft      = "left-files"
-	sectionTruncated = "truncated-files"
-	sectionDrained   = "drained-files"
+	sectionPipeline        = "pipeline"
+	sectionFiles           = "files"
+	sectionParts           = "cri-parts"
+	sectionLeft            = "left-files"
+	sectionTruncated       = "truncated-files"
+	sectionDrained         = "drained-files"
+	sectionTruncatedUnread = "truncated-unread"
 )
 
 // persister is the pipeline's side of --storage.path.
@@ -153,13 +156,15 @@ func (p *Pipeline) restore(gen *generation) (map[string][]follow.Position, map[s
 	}
 	// The optional sections only help rare cases: a record of them that does not decode
 	// costs that record (skipped), not the snapshot's series and positions.
-	var left, truncated, drained map[string][]follow.Position
+	var left, truncatedAt, drained map[string][]follow.Position
+	var truncated map[string][]follow.Truncation
 	var skipped []skippedRecord
 	if err == nil {
 		parts, skipped = decodeParts(snap, skipped)
 		left, skipped = decodeFiles(snap, sectionLeft, skipped)
-		truncated, skipped = decodeFiles(snap, sectionTruncated, skipped)
+		truncatedAt, skipped = decodeFiles(snap, sectionTruncated, skipped)
 		drained, skipped = decodeFiles(snap, sectionDrained, skipped)
+		truncated, skipped = decodeTruncated(snap, truncatedAt, skipped)
 	}
 	var res store.Restored
 	if err == nil {
@@ -267,20 +272,25 @@ func decodePositions(rec []byte) (string, []follow.Position, error) {
 	n := r.Count(math.MaxInt, 1)
 	ps := make([]follow.Position, 0, n)
 	for range n {
-		pos := follow.Position{Path: string(r.Prefixed()), Dev: r.Uvarint(), Ino: r.Uvarint()}
-		if r.Err() == nil && !follow.Names(source, pos.Path) {
-			// Its file would be looked for by device and inode in that path's directory
-			// and read as the input's, any file the exporter may read.
-			r.Failf("position of %q, which %q does not name", pos.Path, source)
-		}
-		off := r.Uvarint()
-		if off > math.MaxInt64 {
-			r.Failf("offset %d", off)
-		}
-		pos.Offset, pos.Head = int64(off), r.Uint64()
-		ps = append(ps, pos)
+		ps = append(ps, decodePosition(r, source))
 	}
 	return source, ps, r.Done()
+}
+
+// decodePosition reads a position of appendPosition, of a file of the input of source.
+func decodePosition(r *wire.Reader, source string) follow.Position {
+	pos := follow.Position{Path: string(r.Prefixed()), Dev: r.Uvarint(), Ino: r.Uvarint()}
+	if r.Err() == nil && !follow.Names(source, pos.Path) {
+		// Its file would be looked for by device and inode in that path's directory
+		// and read as the input's, any file the exporter may read.
+		r.Failf("position of %q, which %q does not name", pos.Path, source)
+	}
+	off := r.Uvarint()
+	if off > math.MaxInt64 {
+		r.Failf("offset %d", off)
+	}
+	pos.Offset, pos.Head = int64(off), r.Uint64()
+	return pos
 }
 
 // pathParts are the CRI messages in parts that a cri input's joiner was in the middle of
@@ -399,6 +409,82 @@ func decodeFiles(snap *storage.Snapshot, section string, skipped []skippedRecord
 		bySource[source] = append(bySource[source], ps...)
 	}
 	return bySource, skipped
+}
+
+// decodeTruncated gives the positions of the files found truncated, by input source, what
+// the snapshot's sectionTruncatedUnread says of each is lost unless a copy of it is
+// read: a snapshot without it (written before it was) has nothing. The records that do
+// not decode are left out, appended to skipped: those bytes are then not counted.
+func decodeTruncated(snap *storage.Snapshot, at map[string][]follow.Position, skipped []skippedRecord) (map[string][]follow.Truncation, []skippedRecord) {
+	if at == nil {
+		return nil, skipped
+	}
+	out := make(map[string][]follow.Truncation, len(at))
+	index := map[string]map[follow.Position]int{} // where each position is in out
+	for source, ps := range at {
+		index[source] = make(map[follow.Position]int, len(ps))
+		for _, p := range ps {
+			index[source][p] = len(out[source])
+			out[source] = append(out[source], follow.Truncation{Position: p})
+		}
+	}
+	sec, ok := snap.Section(sectionTruncatedUnread)
+	if !ok {
+		return out, skipped
+	}
+	for rec := range sec.Records() {
+		source, unread, err := decodeUnread(rec)
+		if err != nil {
+			skipped = append(skipped, skippedRecord{sectionTruncatedUnread, err})
+			continue
+		}
+		for _, u := range unread {
+			if i, ok := index[source][u.Position]; ok {
+				out[source][i].Seen, out[source][i].Lost = u.Seen, u.Lost
+			}
+		}
+	}
+	return out, skipped
+}
+
+// appendUnread appends the record of what ts, an input's files found truncated, held
+// unread: of those with bytes lost unless a copy of them is read, the position, the
+// size seen and the bytes lost.
+func appendUnread(dst []byte, source string, ts []follow.Truncation) []byte {
+	dst = wire.AppendBytes(dst, []byte(source))
+	n := 0
+	for _, t := range ts {
+		if t.Lost > 0 {
+			n++
+		}
+	}
+	dst = wire.AppendUvarint(dst, uint64(n))
+	for _, t := range ts {
+		if t.Lost > 0 {
+			dst = appendPosition(dst, t.Position)
+			dst = wire.AppendUvarint(dst, uint64(t.Seen))
+			dst = wire.AppendUvarint(dst, uint64(t.Lost))
+		}
+	}
+	return dst
+}
+
+// decodeUnread reads a record of appendUnread.
+func decodeUnread(rec []byte) (string, []follow.Truncation, error) {
+	r := wire.NewReader(rec)
+	source := string(r.Prefixed())
+	n := r.Count(math.MaxInt, 1)
+	ts := make([]follow.Truncation, 0, n)
+	for range n {
+		t := follow.Truncation{Position: decodePosition(r, source)}
+		seen, lost := r.Uvarint(), r.Uvarint()
+		if r.Err() == nil && (seen > math.MaxInt64 || lost > seen) {
+			r.Failf("%d bytes lost of %d seen", lost, seen)
+		}
+		t.Seen, t.Lost = int64(seen), int64(lost)
+		ts = append(ts, t)
+	}
+	return source, ts, r.Done()
 }
 
 // decodeParts reads the messages in parts of a snapshot, by input source; a snapshot
@@ -544,7 +630,8 @@ func (p *Pipeline) snapshot(ahead *store.Encoded, begin time.Time, cutDone func(
 	defer s.write.Unlock()
 	cutAt := time.Now()
 	p.cut.Lock()
-	files, left, truncated, drained := make(map[string][]follow.Position), make(map[string][]follow.Position), make(map[string][]follow.Position), make(map[string][]follow.Position)
+	files, left, drained := make(map[string][]follow.Position), make(map[string][]follow.Position), make(map[string][]follow.Position)
+	truncated := make(map[string][]follow.Truncation)
 	var parts [][]byte
 	for _, in := range p.inputs {
 		in.drain()
@@ -618,10 +705,16 @@ func (p *Pipeline) snapshot(ahead *store.Encoded, begin time.Time, cutDone func(
 					return err
 				}
 			}
+			truncatedAt := make(map[string][]follow.Position, len(truncated))
+			for source, ts := range truncated {
+				for _, t := range ts {
+					truncatedAt[source] = append(truncatedAt[source], t.Position)
+				}
+			}
 			for _, sec := range []struct {
 				name  string
 				files map[string][]follow.Position
-			}{{sectionLeft, left}, {sectionTruncated, truncated}, {sectionDrained, drained}} {
+			}{{sectionLeft, left}, {sectionTruncated, truncatedAt}, {sectionDrained, drained}} {
 				if err := w.Section(sec.name); err != nil {
 					return err
 				}
@@ -633,6 +726,18 @@ func (p *Pipeline) snapshot(ahead *store.Encoded, begin time.Time, cutDone func(
 					if err := w.Record(rec); err != nil {
 						return err
 					}
+				}
+			}
+			if err := w.Section(sectionTruncatedUnread); err != nil {
+				return err
+			}
+			for source, ts := range truncated {
+				if !slices.ContainsFunc(ts, func(t follow.Truncation) bool { return t.Lost > 0 }) {
+					continue
+				}
+				rec = appendUnread(rec[:0], source, ts)
+				if err := w.Record(rec); err != nil {
+					return err
 				}
 			}
 			return nil
@@ -661,13 +766,18 @@ func appendPositions(dst []byte, source string, ps []follow.Position) []byte {
 	dst = wire.AppendBytes(dst, []byte(source))
 	dst = wire.AppendUvarint(dst, uint64(len(ps)))
 	for _, pos := range ps {
-		dst = wire.AppendBytes(dst, []byte(pos.Path))
-		dst = wire.AppendUvarint(dst, pos.Dev)
-		dst = wire.AppendUvarint(dst, pos.Ino)
-		dst = wire.AppendUvarint(dst, uint64(pos.Offset))
-		dst = binary.LittleEndian.AppendUint64(dst, pos.Head)
+		dst = appendPosition(dst, pos)
 	}
 	return dst
+}
+
+// appendPosition appends a position of a record.
+func appendPosition(dst []byte, pos follow.Position) []byte {
+	dst = wire.AppendBytes(dst, []byte(pos.Path))
+	dst = wire.AppendUvarint(dst, pos.Dev)
+	dst = wire.AppendUvarint(dst, pos.Ino)
+	dst = wire.AppendUvarint(dst, uint64(pos.Offset))
+	return binary.LittleEndian.AppendUint64(dst, pos.Head)
 }
 
 // snapshotEvery writes a snapshot every interval until stop is closed.

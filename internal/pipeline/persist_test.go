@@ -10,8 +10,10 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -1785,5 +1787,244 @@ func TestStorageRestartSnapshotAheadRotated(t *testing.T) {
 			persistLines(t, log, 11, 15)
 			want(start(&restarted), 15)
 		})
+	}
+}
+
+// TestStorageKeepsTruncationsUnread: what a file found truncated held unread that its
+// follower had not settled (no copy read, the rotation grace not passed) goes with its
+// position in the snapshot, for the restart's follower to count as lost; a snapshot
+// without it (an earlier build's) gives none, and a record that does not decode is
+// skipped alone, the positions kept.
+func TestStorageKeepsTruncationsUnread(t *testing.T) {
+	const source = "/var/log/nginx/access.log*"
+	a := follow.Position{Path: "/var/log/nginx/access.log", Dev: 2049, Ino: 131, Offset: 900, Head: 7}
+	b := follow.Position{Path: "/var/log/nginx/access.log-api", Dev: 2049, Ino: 132, Offset: 40, Head: 8}
+	unread := func(ts ...follow.Truncation) []byte { return appendUnread(nil, source, ts) }
+	for _, c := range []struct {
+		name    string
+		records [][]byte // of sectionTruncatedUnread; nil: no such section
+		want    []follow.Truncation
+		skipped int
+	}{
+		{"none", nil, []follow.Truncation{{Position: a}, {Position: b}}, 0},
+		{"unread of one", [][]byte{unread(follow.Truncation{Position: b, Seen: 5000, Lost: 4960}, follow.Truncation{Position: a})},
+			[]follow.Truncation{{Position: a}, {Position: b, Seen: 5000, Lost: 4960}}, 0},
+		{"unread of a position not kept", [][]byte{unread(follow.Truncation{Position: follow.Position{Path: a.Path, Dev: 2049, Ino: 999, Offset: 900}, Seen: 5000, Lost: 4100})},
+			[]follow.Truncation{{Position: a}, {Position: b}}, 0},
+		{"more lost than seen", [][]byte{wire.AppendUvarint(wire.AppendUvarint(appendPosition(wire.AppendUvarint(wire.AppendBytes(nil, []byte(source)), 1), a), 10), 11)},
+			[]follow.Truncation{{Position: a}, {Position: b}}, 1},
+		{"of a path the input does not name", [][]byte{unread(follow.Truncation{Position: follow.Position{Path: "/etc/shadow", Offset: 900}, Seen: 5000, Lost: 4100})},
+			[]follow.Truncation{{Position: a}, {Position: b}}, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			err := storage.Write(dir, func(w *storage.Writer) error {
+				if err := w.Section(sectionTruncated); err != nil {
+					return err
+				}
+				if err := w.Record(appendPositions(nil, source, []follow.Position{a, b})); err != nil {
+					return err
+				}
+				if c.records == nil {
+					return nil
+				}
+				if err := w.Section(sectionTruncatedUnread); err != nil {
+					return err
+				}
+				for _, rec := range c.records {
+					if err := w.Record(rec); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			snap, err := storage.Read(dir, math.MaxInt64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			at, skipped := decodeFiles(snap, sectionTruncated, nil)
+			got, skipped := decodeTruncated(snap, at, skipped)
+			if !slices.Equal(got[source], c.want) {
+				t.Errorf("truncations %+v, want %+v", got[source], c.want)
+			}
+			if len(skipped) != c.skipped {
+				t.Errorf("records skipped %v, want %d", skipped, c.skipped)
+			}
+		})
+	}
+}
+
+// TestInputOfAnotherPathReadsOn: an input whose path changed (a file given as a glob that
+// matches it too, `access.log` made `access.log*`) is an input of its own, started anew;
+// a file the input it replaces read is read on from where that one stopped, at a reload
+// and at a restart with the rule file changed while down: from its start (start_at:
+// beginning), its lines would count twice in the rules that kept their series.
+func TestInputOfAnotherPathReadsOn(t *testing.T) {
+	for _, restart := range []bool{false, true} {
+		t.Run(fmt.Sprintf("restart %v", restart), func(t *testing.T) {
+			logDir, dir := t.TempDir(), t.TempDir()
+			log := filepath.Join(logDir, "access.log")
+			rules := func(path string) string {
+				return strings.ReplaceAll(strings.ReplaceAll(persistRules, "LOG", path), "start_at: end", "start_at: beginning")
+			}
+			var out syncbuf.Buffer
+			persistLines(t, log, 1, 100)
+			p := startStoredOn(t, rules(log), dir, &out, Options{})
+			waitCounted(t, p, 100)
+			if restart {
+				p.Stop()
+				persistLines(t, log, 101, 150)
+				p = startStoredOn(t, rules(log+"*"), dir, &out, Options{})
+			} else {
+				cfg, err := config.Parse([]byte(rules(log+"*")), "rules.yaml")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := p.Reload(cfg); err != nil {
+					t.Fatal(err)
+				}
+				persistLines(t, log, 101, 150)
+			}
+			waitCounted(t, p, 150)
+			waitCaughtUp(t, p)
+			waitCounted(t, p, 150)
+		})
+	}
+}
+
+// TestInputOfAnotherPathKeepsNoForeignFile: the positions of an input the configuration
+// no longer names, given to a new input's followers, stay in what they remember of the
+// files closed, those of files the new path does not name (`access.log` replaced by
+// `error.log`) too, but the snapshot leaves those out: under the new input, its record of
+// them would be skipped whole by a restart, as of a path the input does not name.
+func TestInputOfAnotherPathKeepsNoForeignFile(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		path string // of the new input, in the log's directory
+	}{
+		{"another file", "error.log"},
+		{"another glob", "error.log*"},
+		{"a glob that names it", "access.log*"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			logDir, dir := t.TempDir(), t.TempDir()
+			log := filepath.Join(logDir, "access.log")
+			rules := func(path string) string { return strings.ReplaceAll(persistRules, "LOG", path) }
+			var out syncbuf.Buffer
+			persistLines(t, filepath.Join(logDir, "error.log"), 1, 10)
+			p := startStoredOn(t, rules(log), dir, &out, Options{})
+			persistLines(t, log, 1, 100)
+			waitCounted(t, p, 100)
+			cfg, err := config.Parse([]byte(rules(filepath.Join(logDir, c.path))), "rules.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := p.Reload(cfg); err != nil {
+				t.Fatal(err)
+			}
+			p.Stop()
+			snap, err := storage.Read(dir, math.MaxInt64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			left, skipped := decodeFiles(snap, sectionLeft, nil)
+			if len(skipped) != 0 {
+				t.Errorf("records of the files closed skipped at a restart: %v", skipped)
+			}
+			if len(left) != 0 {
+				t.Errorf("files closed kept, of no file that left its path: %v", left)
+			}
+		})
+	}
+}
+
+// TestStorageRestartCountsTruncationUnread: what a file found truncated held unread, not
+// settled when the exporter stopped, is counted as lost by the input after the restart
+// once its rotation grace passes without a copy; an exporter stopped again within that
+// grace keeps it in its own snapshot for the next. The snapshot is given the truncation
+// by hand: a follower behind on its file at a truncation is follow's to bring about.
+func TestStorageRestartCountsTruncationUnread(t *testing.T) {
+	logDir, dir := t.TempDir(), t.TempDir()
+	log := filepath.Join(logDir, "access.log")
+	source := log + "*"
+	rules := strings.ReplaceAll(strings.ReplaceAll(persistRules, "LOG", source), "start_at: end", "start_at: beginning")
+	var out syncbuf.Buffer
+	persistLines(t, log, 1, 100)
+	p := startStoredOn(t, rules, dir, &out, Options{})
+	waitCounted(t, p, 100)
+	p.Stop()
+
+	fi, err := os.Stat(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	// Of another inode than the log's, none of whose files is its copy.
+	cut := follow.Truncation{Position: follow.Position{Path: log, Dev: st.Dev, Ino: st.Ino + 1_000_003, Offset: 4000, Head: 7}, Seen: 9000, Lost: 5000}
+	snap, err := storage.Read(dir, math.MaxInt64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = storage.Write(dir, func(w *storage.Writer) error {
+		for _, sec := range snap.Sections {
+			if sec.Name == sectionTruncated || sec.Name == sectionTruncatedUnread {
+				continue
+			}
+			if err := w.Section(sec.Name); err != nil {
+				return err
+			}
+			for rec := range sec.Records() {
+				if err := w.Record(rec); err != nil {
+					return err
+				}
+			}
+		}
+		if err := w.Section(sectionTruncated); err != nil {
+			return err
+		}
+		if err := w.Record(appendPositions(nil, source, []follow.Position{cut.Position})); err != nil {
+			return err
+		}
+		if err := w.Section(sectionTruncatedUnread); err != nil {
+			return err
+		}
+		return w.Record(appendUnread(nil, source, []follow.Truncation{cut}))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	lost := func(p *Pipeline) float64 {
+		return gatherPipeline(t, p)[`logwindow_input_lost_bytes_total{input="web",reason="truncation"}`]
+	}
+	// Stopped within its rotation grace: nothing counted, the truncation kept.
+	cfg, o := storedOn(t, rules, dir, &out, Options{})
+	o.RotationGrace = time.Hour
+	p, err = Start(cfg, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitCounted(t, p, 100)
+	if n := lost(p); n != 0 {
+		t.Errorf("%v bytes lost counted within the rotation grace", n)
+	}
+	p.Stop()
+	snap, err = storage.Read(dir, math.MaxInt64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at, skipped := decodeFiles(snap, sectionTruncated, nil)
+	kept, skipped := decodeTruncated(snap, at, skipped)
+	if len(skipped) != 0 || !slices.Contains(kept[source], cut) {
+		t.Fatalf("truncations kept %+v (records skipped %v), want %+v", kept[source], skipped, cut)
+	}
+
+	p = startStoredOn(t, rules, dir, &out, Options{})
+	waitCounted(t, p, 100)
+	if !await.Until(t, func() bool { return lost(p) == float64(cut.Lost) }) {
+		t.Errorf("%v bytes lost counted after the rotation grace, want %d", lost(p), cut.Lost)
 	}
 }

@@ -173,7 +173,7 @@ type Pipeline struct {
 	// (follow.Options.Drained).
 	resumeTaken     time.Time
 	resumeLeft      map[string][]follow.Position
-	resumeTruncated map[string][]follow.Position
+	resumeTruncated map[string][]follow.Truncation
 	resumeDrained   map[string][]follow.Position
 	// handedOver holds, during syncInputs, the positions of the followers it stopped to
 	// replace them, by input source (handOver), and handedParts the CRI messages in parts
@@ -184,7 +184,14 @@ type Pipeline struct {
 	handedOver      map[string][]follow.Position
 	handedParts     map[string][]pathParts
 	handedLeft      map[string][]follow.Position
-	handedTruncated map[string][]follow.Position
+	handedTruncated map[string][]follow.Truncation
+	// vanished holds, during syncInputs, where the followers of the inputs that the
+	// configuration no longer names read their files (their positions, and the files they
+	// closed after the files left their path), for new inputs' followers
+	// (follow.Options.Left): an input whose path changed (`access.log` made
+	// `access.log*`) is a new one, which reads on where the old one stopped in the files
+	// both match. At Start they are those of the snapshot restored.
+	vanished []follow.Position
 	// unreadable is what warnUnreadable keeps of each input by label, and looked each
 	// stream's counts at its last look, used by it alone.
 	unreadable map[string]*unreadable
@@ -221,6 +228,11 @@ func Start(cfg *config.Config, opts Options) (*Pipeline, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.starting = true
+	for source, ps := range p.resume {
+		if !slices.ContainsFunc(cfg.Inputs, func(ci config.Input) bool { return ci.Source() == source }) {
+			p.vanished = append(append(p.vanished, ps...), p.resumeLeft[source]...)
+		}
+	}
 	err = p.syncInputs(cfg)
 	p.starting, p.resume, p.resumeParts, p.resumeTaken, p.resumeLeft, p.resumeTruncated, p.resumeDrained = false, nil, nil, time.Time{}, nil, nil, nil
 	if err != nil {

@@ -27,7 +27,8 @@ type truncation struct {
 	// seen is its size at the reader's last look before the truncation, and lost what it
 	// held past where it was read then, lost unless a copy of it is read (copyRead).
 	// settled says that it was counted (lose), a copy read, or that there is nothing to
-	// count (no glob, whose new files alone are read as copies; an earlier follower's).
+	// count (no glob, whose new files alone are read as copies; an earlier follower's
+	// that it settled, or whose loss it did not know).
 	seen, lost int64
 	settled    bool
 }
@@ -92,13 +93,9 @@ func (f *Follower) lose(path string, n int64, msg string) {
 
 // settleTruncations forgets the truncations of a glob's files found past the rotation
 // grace, counting as lost what such a file held unread when no copy of it was read
-// (copyRead) and none may be any more: no new file being judged keeps it (judged). At
-// stop, when this follower reads no copy any more, it counts those not settled yet, and
-// forgets none (Truncated): a follower resumed from its positions and those (a reload
-// that replaces it, a restart) may still find a copy of one and read it from there, and
-// counts nothing of it then, which the warning says. The reader calls it at each turn, and
-// Stop once the reader is done.
-func (f *Follower) settleTruncations(stop bool) {
+// (copyRead) and none may be any more: no new file being judged keeps it (judged). The
+// reader calls it at each turn.
+func (f *Follower) settleTruncations() {
 	if len(f.truncated) == 0 {
 		return
 	}
@@ -107,24 +104,46 @@ func (f *Follower) settleTruncations(stop bool) {
 	f.mu.Lock()
 	kept := f.truncated[:0]
 	for _, c := range f.truncated {
-		due := stop || now.Sub(c.at) > f.o.RotationGrace && (c.settled || !f.judgeKeeps(c))
-		if due && !c.settled {
+		due := now.Sub(c.at) > f.o.RotationGrace && (c.settled || !f.judgeKeeps(c))
+		if due && !c.settled && f.counts(c) {
 			lost = append(lost, c)
-			c.settled = true
 		}
-		if !due || stop {
-			kept = append(kept, c) // at stop, for Truncated
+		if !due {
+			kept = append(kept, c)
 		}
 	}
 	clear(f.truncated[len(kept):])
 	f.truncated = kept
 	f.mu.Unlock()
-	msg := "file truncated before all it held was read, and no copy of it found"
-	if stop {
-		msg += " before the input stopped (one found by the input resumed from its positions is read from there)"
-	}
 	for _, c := range lost {
-		f.lose(c.path, c.lost, msg)
+		f.lose(c.path, c.lost, "file truncated before all it held was read, and no copy of it found")
+	}
+}
+
+// counts reports whether the follower counts what c held unread: the one a glob's
+// followers that share it deal the file's directory to (Options.Select), which reads its
+// copy, when an earlier follower handed c on to them all (Options.Truncated). f.mu is
+// held: the dealer takes no lock of a follower.
+func (f *Follower) counts(c truncation) bool {
+	return f.o.Select == nil || f.o.Select(c.path)
+}
+
+// pendingAtStop logs, at stop, the truncations whose loss is not settled yet: this
+// follower reads no copy any more, but a follower resumed from its positions and
+// Truncated (a reload that replaces it, a restart from a snapshot) may still find one and
+// read it from there, and counts what is lost of them in its own count (Options.Truncated).
+// They are kept for Truncated. Stop calls it once the reader is done.
+func (f *Follower) pendingAtStop() {
+	f.mu.Lock()
+	var pending []truncation
+	for _, c := range f.truncated {
+		if !c.settled && c.lost > 0 && f.counts(c) {
+			pending = append(pending, c)
+		}
+	}
+	f.mu.Unlock()
+	for _, c := range pending {
+		f.o.Logger.Warn("file truncated before all it held was read, and no copy of it found before the input stopped: the input resumed from its positions counts the bytes as lost unless it finds one", "path", c.path, "bytes", c.lost)
 	}
 }
 
@@ -141,14 +160,22 @@ func (f *Follower) judgeKeeps(c truncation) bool {
 func (c truncation) keptAs(k copied) bool { return k.at.Equal(c.at) && k.off == c.off }
 
 // copyRead settles the truncations that candidates held whose copy, size bytes long, is
-// read from off (judged): what such a file held past the copy's end when the reader last
-// saw it (written after the copy was made) is lost.
+// read from off (judged).
 func (f *Follower) copyRead(candidates []copied, off, size int64) {
+	f.settleCopied(func(c *truncation) bool {
+		return c.off == off && slices.ContainsFunc(candidates, func(k copied) bool { return k.live == nil && c.keptAs(k) })
+	}, size)
+}
+
+// settleCopied settles the truncations not settled yet that of says a copy, size bytes
+// long, is read of: what such a file held past the copy's end when the reader last saw
+// it (written after the copy was made) is lost.
+func (f *Follower) settleCopied(of func(*truncation) bool, size int64) {
 	var lost []truncation
 	f.mu.Lock()
 	for i := range f.truncated {
 		c := &f.truncated[i]
-		if !c.settled && c.off == off && slices.ContainsFunc(candidates, func(k copied) bool { return k.live == nil && c.keptAs(k) }) {
+		if !c.settled && of(c) {
 			c.settled = true
 			if c.lost = max(0, c.seen-size); c.lost > 0 {
 				lost = append(lost, *c)
@@ -170,24 +197,48 @@ func (f *Follower) copyWaits(t *tracked) bool {
 }
 
 // Truncated returns what the files the follower found truncated within the rotation grace
-// held before, as positions (the path each was read under, its identity, how far it was
-// read and the hash of its first bytes up to there): a follower resumed from Positions
-// taken with them (Options.Truncated) reads a copy of one that it finds without a
-// position (copytruncate's, found after its truncation was read) from there, not from its
-// start, whose lines were counted. So that they are one cut with Positions, the caller
-// calls it while no line is being handed on (Options.Hold), or after Stop.
-func (f *Follower) Truncated() []Position {
+// held before (the path each was read under, its identity, how far it was read and the
+// hash of its first bytes up to there), and those whose loss it has not settled: a
+// follower resumed from Positions taken with them (Options.Truncated) reads a copy of one
+// that it finds without a position (copytruncate's, found after its truncation was read)
+// from there, not from its start, whose lines were counted, and counts what of them is
+// lost. So that they are one cut with Positions, the caller calls it while no line is
+// being handed on (Options.Hold), or after Stop.
+func (f *Follower) Truncated() []Truncation {
 	now := f.o.now()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []Position
+	var out []Truncation
 	for _, c := range f.truncated {
-		// Not those of Options.Truncated: a restart after each would keep them for good.
-		if c.head != nil && now.Sub(c.at) <= f.o.RotationGrace {
-			out = append(out, Position{Path: c.path, Dev: c.id.dev, Ino: c.id.ino, Offset: c.off, Head: xxhash.Sum64(c.head)})
+		// Of those of Options.Truncated, the unsettled alone: a restart after each would
+		// keep the others for good.
+		pending := !c.settled && c.lost > 0 && f.counts(c)
+		if !pending && (c.head == nil || now.Sub(c.at) > f.o.RotationGrace) {
+			continue
 		}
+		head := c.hash
+		if c.head != nil {
+			head = xxhash.Sum64(c.head)
+		}
+		tr := Truncation{Position: Position{Path: c.path, Dev: c.id.dev, Ino: c.id.ino, Offset: c.off, Head: head}}
+		if pending {
+			tr.Seen, tr.Lost = c.seen, c.lost
+		}
+		out = append(out, tr)
 	}
 	return out
+}
+
+// truncatedPositions are the positions of ts.
+func truncatedPositions(ts []Truncation) []Position {
+	if ts == nil {
+		return nil
+	}
+	ps := make([]Position, len(ts))
+	for i, t := range ts {
+		ps[i] = t.Position
+	}
+	return ps
 }
 
 // judged tells, before t, a file a glob found after the start, is first read, whether it

@@ -409,6 +409,14 @@ func (f *Follower) track(path string, initial bool) (m match, exists, isOpen boo
 	if off, ok := f.resumeAt(m.id, file); ok {
 		t.positionAt(off)
 		t.backfill, t.holdsReady = false, false // a restored file's windows are the snapshot's
+	} else if initial {
+		// Without positions (a new input): a file another follower read is read on from
+		// where it stopped (Options.Left, of an input of another path the new one
+		// replaces), not by start_at: its lines are counted.
+		if off, back := f.cameBack(m.id, file); back {
+			t.positionAt(off)
+			t.backfill, t.holdsReady = false, false
+		}
 	}
 	// A file there at a start without Options.Resume that waited for a place
 	// (Options.Files) is read from where the first scan would have read it: judged as one

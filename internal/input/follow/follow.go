@@ -145,8 +145,10 @@ type Options struct {
 	// truncated lately held before (Follower.Truncated), taken with Resume: a file present
 	// at Start without a position that is a copy of one is read from where that one was
 	// read up to, as it is of a position's file (see position.go), and so is one a glob
-	// finds within the rotation grace after Start (see copies.go).
-	Truncated []Position
+	// finds within the rotation grace after Start (see copies.go). What one held unread
+	// that its follower had not settled when it stopped (Truncation.Lost) is counted by
+	// this one: past its own rotation grace without a copy, or what the copy lacks.
+	Truncated []Truncation
 	// Drained, when not nil, holds those of Resume's positions that were of files read to
 	// their end after they had left their path (Follower.Drained, taken with Resume): one
 	// not found is said gone at debug, as no line of it is known to be lost (the kubelet
@@ -160,7 +162,10 @@ type Options struct {
 	// Left, when not nil, is where an earlier follower of the input read the files it
 	// closed after they left their path (Follower.Left): one that comes back to a path
 	// (a symlink retargeted back to it) is read on from there, as that follower would
-	// have, a file present at Start without a position of Resume too.
+	// have, a file present at Start without a position of Resume too. Without Resume it
+	// may hold the positions of another input's follower too (Follower.Positions), of a
+	// path the new input's replaces: a file present at Start that it read is read on
+	// from there, not by FromBeginning.
 	Left []Position
 	// Started, when set, is called once by Start, after its first scan and before any
 	// line is handed on, with where each file it found is read from (Positions then): a
@@ -446,7 +451,7 @@ func newFollower(opts Options, h input.Handler) (*Follower, error) {
 		watchFailed: make(map[string]string),
 		unlisted:    make(map[string]string),
 		atStart:     make(map[fileID]int64),
-		resume:      newResume(o.Resume, o.Truncated, o.Drained),
+		resume:      newResume(o.Resume, truncatedPositions(o.Truncated), o.Drained),
 		readPaths:   make(map[string]bool),
 		stop:        make(chan struct{}),
 		wake:        make(chan struct{}, 1),
@@ -461,8 +466,8 @@ func newFollower(opts Options, h input.Handler) (*Follower, error) {
 		// A copy found after the start, within the rotation grace, is judged against them
 		// too: the restart came between the truncation's read and the copy's find.
 		if p.Offset > 0 {
-			// What it held unread was counted, or not known, by the follower that found it.
-			f.truncated = append(f.truncated, truncation{path: p.Path, id: fileID{dev: p.Dev, ino: p.Ino}, hash: p.Head, off: p.Offset, at: o.now(), settled: true})
+			f.truncated = append(f.truncated, truncation{path: p.Path, id: fileID{dev: p.Dev, ino: p.Ino}, hash: p.Head, off: p.Offset, at: o.now(),
+				seen: p.Seen, lost: p.Lost, settled: p.Lost <= 0})
 		}
 	}
 	f.r = newLineReader(o, h, &f.c, &f.stopping)
@@ -546,7 +551,7 @@ func (f *Follower) Stop() {
 			f.o.Files.give()
 		}
 		f.judgeHeld(nil)
-		f.settleTruncations(true)
+		f.pendingAtStop()
 		f.mu.Lock()
 		f.final, f.finalDrained = f.positions(), f.drained()
 		for _, t := range f.files {
@@ -681,7 +686,7 @@ func (f *Follower) readAll() (more bool) {
 			f.retireIfIdle(t, paths[i])
 		}
 	}
-	f.settleTruncations(false)
+	f.settleTruncations()
 	f.turns.Add(1)
 	return more
 }

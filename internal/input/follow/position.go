@@ -38,6 +38,17 @@ type Position struct {
 	Head uint64
 }
 
+// Truncation is what a file found truncated lately held before (Follower.Truncated): its
+// Position, as far as it was read, and, while what it held unread is not settled yet
+// (no copy of it read, the rotation grace not passed), Seen, the size the reader last
+// saw it at, and Lost, what of that is lost unless a copy of the file is read. A follower
+// resumed from it (Options.Truncated) settles it in its own count of lost bytes. Lost is
+// 0 when it was settled, or there is nothing to count.
+type Truncation struct {
+	Position
+	Seen, Lost int64
+}
+
 // Line is where a line handed on starts (Options.At): the path the file is read under,
 // the file, and the offset of the line's first byte.
 type Line struct {
@@ -305,6 +316,11 @@ func (f *Follower) resumeAt(id fileID, file *os.File) (off int64, ok bool) {
 	off, of := copyOf(file, id, r.byName[dir])
 	if cut, cutOf := copyOf(file, id, r.truncated[dir]); cut >= off && cut > 0 {
 		r.copied[cutOf] = true
+		// What the file held that an earlier follower found truncated and had not settled
+		// (Options.Truncated) is lost as far as the copy lacks it.
+		if fi, err := file.Stat(); err == nil {
+			f.settleCopied(func(c *truncation) bool { return c.path == cutOf && c.off == cut }, fi.Size())
+		}
 		return cut, true // of a file truncated since the position: not of one as it was
 	}
 	if off > 0 {

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/logwindow/logwindow_exporter/internal/testutil/race"
@@ -60,9 +61,70 @@ func Build(dir string, race bool) (string, error) {
 // next test would fail the same way.
 var builds struct {
 	mu   sync.Mutex
-	main bool   // Main runs the tests
-	dir  string // made by the first build
+	main bool     // Main runs the tests
+	dir  string   // made by the first build
+	held *os.File // locked while the binary runs (makeBuildsDir)
 	of   map[bool]build
+}
+
+// buildsPrefix begins the name of each test binary's directory of builds in the temporary
+// directory, and heldName is the file in it that the binary holds locked while it runs.
+const (
+	buildsPrefix = "logwindow-testexec-"
+	heldName     = "held"
+)
+
+// buildsDir makes the directory of this test binary's builds, held (makeBuildsDir) until
+// the binary ends.
+func buildsDir() (string, error) {
+	dir, held, err := makeBuildsDir()
+	if err == nil {
+		builds.held = held
+	}
+	return dir, err
+}
+
+// makeBuildsDir makes a directory of builds in the temporary directory and returns it with
+// its held file, locked until it is closed or the process ends. The file is locked before
+// it takes its name, so that removeEnded, in another test binary, never finds it unlocked
+// while this one runs.
+func makeBuildsDir() (string, *os.File, error) {
+	dir, err := os.MkdirTemp("", buildsPrefix+"*")
+	if err != nil {
+		return "", nil, err
+	}
+	held, err := os.CreateTemp(dir, heldName+".tmp-*")
+	if err == nil {
+		err = syscall.Flock(int(held.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			err = os.Rename(held.Name(), filepath.Join(dir, heldName))
+		}
+		if err != nil {
+			held.Close()
+		}
+	}
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", nil, err
+	}
+	return dir, held, nil
+}
+
+// removeEnded removes the directories of builds in the temporary directory whose test
+// binary ended without removing them (Main does not return from a test that panicked, the
+// -timeout's panic included): its held file is unlocked, the lock gone with the process.
+func removeEnded() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), buildsPrefix+"*"))
+	for _, dir := range dirs {
+		held, err := os.Open(filepath.Join(dir, heldName))
+		if err != nil {
+			continue // not one of these directories, or its binary is making it
+		}
+		if syscall.Flock(int(held.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
+			os.RemoveAll(dir)
+		}
+		held.Close()
+	}
 }
 
 // build is an exporter built for one race setting, or why it did not build.
@@ -71,9 +133,11 @@ type build struct {
 	err error
 }
 
-// Main runs m's tests and then removes the exporters BuildExporter built for them. The
+// Main runs m's tests and then removes the exporters BuildExporter built for them; before,
+// it removes those that test binaries which ended without that left (removeEnded). The
 // TestMain of a package whose tests call BuildExporter is os.Exit(testexec.Main(m)).
 func Main(m *testing.M) int {
+	removeEnded()
 	builds.mu.Lock()
 	builds.main = true
 	builds.mu.Unlock()
@@ -120,7 +184,7 @@ func built(race bool) (string, error) {
 		return b.bin, b.err
 	}
 	if builds.dir == "" {
-		dir, err := os.MkdirTemp("", "logwindow-testexec")
+		dir, err := buildsDir()
 		if err != nil {
 			return "", err
 		}

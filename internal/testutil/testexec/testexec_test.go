@@ -366,3 +366,60 @@ func TestParsePrometheusVersion(t *testing.T) {
 		})
 	}
 }
+
+// TestBuildsOfAnEndedBinaryRemoved checks that the directory of the exporters a test
+// binary built, left behind when it ended without Main's removal (a test that panicked,
+// the -timeout's panic), is removed by the next test binary's Main, and that a directory
+// whose test binary still runs is left to it. It runs its own binary as those binaries,
+// with their temporary directory in one of the test's.
+func TestBuildsOfAnEndedBinaryRemoved(t *testing.T) {
+	if os.Getenv("TESTEXEC_BUILDS_PANIC") != "" {
+		dir, err := buildsDir()
+		if err != nil {
+			fmt.Println(err)
+			os.Exit(2)
+		}
+		fmt.Println(dir)
+		panic("a test panicked")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	// The next binary runs no test: its Main alone.
+	run := func(panics bool) (string, error) {
+		cmd := exec.Command(exe, "-test.run=^$")
+		cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+		if panics {
+			cmd.Args[1] = "-test.run=^" + t.Name() + "$"
+			cmd.Env = append(cmd.Env, "TESTEXEC_BUILDS_PANIC=1")
+		}
+		out, err := cmd.Output()
+		return string(out), err
+	}
+	out, err := run(true)
+	if err == nil {
+		t.Fatalf("the binary whose test panics exited 0:\n%s", out)
+	}
+	left, _, _ := strings.Cut(out, "\n")
+	if _, err := os.Stat(left); err != nil || !strings.HasPrefix(left, tmp) {
+		t.Fatalf("the binary whose test panicked left no directory of its builds in %s (printed %q): %v", tmp, out, err)
+	}
+	// A directory of builds of a binary that still runs: this one's, made in tmp.
+	t.Setenv("TMPDIR", tmp)
+	live, held, err := makeBuildsDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	if out, err := run(false); err != nil {
+		t.Fatalf("the next binary: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(left); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the builds the panicked binary left are still there after the next binary's Main: %v", err)
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Errorf("the next binary's Main removed the builds of a binary that still runs: %v", err)
+	}
+}
