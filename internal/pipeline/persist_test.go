@@ -1893,3 +1893,49 @@ func TestInputOfAnotherPathReadsOn(t *testing.T) {
 		})
 	}
 }
+
+// TestInputOfAnotherPathKeepsNoForeignFile: the positions of an input the configuration
+// no longer names, given to a new input's followers, stay in what they remember of the
+// files closed, those of files the new path does not name (`access.log` replaced by
+// `error.log`) too, but the snapshot leaves those out: under the new input, its record of
+// them would be skipped whole by a restart, as of a path the input does not name.
+func TestInputOfAnotherPathKeepsNoForeignFile(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		path string // of the new input, in the log's directory
+	}{
+		{"another file", "error.log"},
+		{"another glob", "error.log*"},
+		{"a glob that names it", "access.log*"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			logDir, dir := t.TempDir(), t.TempDir()
+			log := filepath.Join(logDir, "access.log")
+			rules := func(path string) string { return strings.ReplaceAll(persistRules, "LOG", path) }
+			var out syncbuf.Buffer
+			persistLines(t, filepath.Join(logDir, "error.log"), 1, 10)
+			p := startStoredOn(t, rules(log), dir, &out, Options{})
+			persistLines(t, log, 1, 100)
+			waitCounted(t, p, 100)
+			cfg, err := config.Parse([]byte(rules(filepath.Join(logDir, c.path))), "rules.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := p.Reload(cfg); err != nil {
+				t.Fatal(err)
+			}
+			p.Stop()
+			snap, err := storage.Read(dir, math.MaxInt64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			left, skipped := decodeFiles(snap, sectionLeft, nil)
+			if len(skipped) != 0 {
+				t.Errorf("records of the files closed skipped at a restart: %v", skipped)
+			}
+			if len(left) != 0 {
+				t.Errorf("files closed kept, of no file that left its path: %v", left)
+			}
+		})
+	}
+}
