@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -1937,5 +1938,93 @@ func TestInputOfAnotherPathKeepsNoForeignFile(t *testing.T) {
 				t.Errorf("files closed kept, of no file that left its path: %v", left)
 			}
 		})
+	}
+}
+
+// TestStorageRestartCountsTruncationUnread: what a file found truncated held unread, not
+// settled when the exporter stopped, is counted as lost by the input after the restart
+// once its rotation grace passes without a copy; an exporter stopped again within that
+// grace keeps it in its own snapshot for the next. The snapshot is given the truncation
+// by hand: a follower behind on its file at a truncation is follow's to bring about.
+func TestStorageRestartCountsTruncationUnread(t *testing.T) {
+	logDir, dir := t.TempDir(), t.TempDir()
+	log := filepath.Join(logDir, "access.log")
+	source := log + "*"
+	rules := strings.ReplaceAll(strings.ReplaceAll(persistRules, "LOG", source), "start_at: end", "start_at: beginning")
+	var out syncbuf.Buffer
+	persistLines(t, log, 1, 100)
+	p := startStoredOn(t, rules, dir, &out, Options{})
+	waitCounted(t, p, 100)
+	p.Stop()
+
+	fi, err := os.Stat(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	// Of another inode than the log's, none of whose files is its copy.
+	cut := follow.Truncation{Position: follow.Position{Path: log, Dev: st.Dev, Ino: st.Ino + 1_000_003, Offset: 4000, Head: 7}, Seen: 9000, Lost: 5000}
+	snap, err := storage.Read(dir, math.MaxInt64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = storage.Write(dir, func(w *storage.Writer) error {
+		for _, sec := range snap.Sections {
+			if sec.Name == sectionTruncated || sec.Name == sectionTruncatedUnread {
+				continue
+			}
+			if err := w.Section(sec.Name); err != nil {
+				return err
+			}
+			for rec := range sec.Records() {
+				if err := w.Record(rec); err != nil {
+					return err
+				}
+			}
+		}
+		if err := w.Section(sectionTruncated); err != nil {
+			return err
+		}
+		if err := w.Record(appendPositions(nil, source, []follow.Position{cut.Position})); err != nil {
+			return err
+		}
+		if err := w.Section(sectionTruncatedUnread); err != nil {
+			return err
+		}
+		return w.Record(appendUnread(nil, source, []follow.Truncation{cut}))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	lost := func(p *Pipeline) float64 {
+		return gatherPipeline(t, p)[`logwindow_input_lost_bytes_total{input="web",reason="truncation"}`]
+	}
+	// Stopped within its rotation grace: nothing counted, the truncation kept.
+	cfg, o := storedOn(t, rules, dir, &out, Options{})
+	o.RotationGrace = time.Hour
+	p, err = Start(cfg, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitCounted(t, p, 100)
+	if n := lost(p); n != 0 {
+		t.Errorf("%v bytes lost counted within the rotation grace", n)
+	}
+	p.Stop()
+	snap, err = storage.Read(dir, math.MaxInt64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at, skipped := decodeFiles(snap, sectionTruncated, nil)
+	kept, skipped := decodeTruncated(snap, at, skipped)
+	if len(skipped) != 0 || !slices.Contains(kept[source], cut) {
+		t.Fatalf("truncations kept %+v (records skipped %v), want %+v", kept[source], skipped, cut)
+	}
+
+	p = startStoredOn(t, rules, dir, &out, Options{})
+	waitCounted(t, p, 100)
+	if !await.Until(t, func() bool { return lost(p) == float64(cut.Lost) }) {
+		t.Errorf("%v bytes lost counted after the rotation grace, want %d", lost(p), cut.Lost)
 	}
 }
