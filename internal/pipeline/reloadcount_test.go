@@ -39,7 +39,8 @@ func reloadSteps(rng *rand.Rand, n int) []string {
 // that matches its rotated files too (`access.log`, `access.log*`) or keep it, and
 // rotations (rename and create), each line written is counted once: in the totals and
 // windows of the rules, which keep their series. Lines are written while the exporter is
-// down too, and right after a reload or a rotation, before the input has caught up.
+// down too, and right after a reload, before the input has caught up; a rotation's are
+// counted before the run goes on (see the step).
 func TestReloadsAndRestartsCountEachLineOnce(t *testing.T) {
 	cases := []struct {
 		name  string
