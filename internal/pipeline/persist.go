@@ -645,7 +645,7 @@ func (p *Pipeline) snapshot(ahead *store.Encoded, begin time.Time, cutDone func(
 				parts = append(parts, appendPathParts(nil, in.source, pp))
 			}
 			files[in.source] = append(files[in.source], in.keptAt(ps)...)
-			left[in.source] = append(left[in.source], f.Left()...)
+			left[in.source] = append(left[in.source], namedBy(in.source, f.Left())...)
 			truncated[in.source] = append(truncated[in.source], f.Truncated()...)
 			drained[in.source] = append(drained[in.source], done...)
 		}
@@ -658,7 +658,7 @@ func (p *Pipeline) snapshot(ahead *store.Encoded, begin time.Time, cutDone func(
 		if running[source] {
 			continue
 		}
-		files[source], left[source], truncated[source] = ps, p.handedLeft[source], p.handedTruncated[source]
+		files[source], left[source], truncated[source] = ps, namedBy(source, p.handedLeft[source]), p.handedTruncated[source]
 		for _, pp := range p.handedParts[source] {
 			parts = append(parts, appendPathParts(nil, source, pp))
 		}
@@ -769,6 +769,15 @@ func appendPositions(dst []byte, source string, ps []follow.Position) []byte {
 		dst = appendPosition(dst, pos)
 	}
 	return dst
+}
+
+// namedBy returns those of ps, of files an input's followers closed (follow.Follower.Left),
+// whose path source names. The others are of another input's files, handed to them at a
+// reload that replaced that input by this one (Pipeline.vanished), kept should that input
+// come back at a later reload; a restart would skip the input's record of them whole, as
+// it does a position of a file the input does not read (decodePositions).
+func namedBy(source string, ps []follow.Position) []follow.Position {
+	return slices.DeleteFunc(slices.Clone(ps), func(pos follow.Position) bool { return !follow.Names(source, pos.Path) })
 }
 
 // appendPosition appends a position of a record.

@@ -1963,7 +1963,7 @@ func TestStorageRestartCountsTruncationUnread(t *testing.T) {
 	}
 	st := fi.Sys().(*syscall.Stat_t)
 	// Of another inode than the log's, none of whose files is its copy.
-	cut := follow.Truncation{Position: follow.Position{Path: log, Dev: st.Dev, Ino: st.Ino + 1_000_003, Offset: 4000, Head: 7}, Seen: 9000, Lost: 5000}
+	cut := follow.Truncation{Position: follow.Position{Path: log, Dev: uint64(st.Dev), Ino: st.Ino + 1_000_003, Offset: 4000, Head: 7}, Seen: 9000, Lost: 5000}
 	snap, err := storage.Read(dir, math.MaxInt64)
 	if err != nil {
 		t.Fatal(err)
