@@ -31,13 +31,6 @@ func (s *Files) Max() int {
 	return s.max
 }
 
-// taken is how many places are taken.
-func (s *Files) taken() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.open
-}
-
 // take takes a place, and reports whether it got one: force takes it past the bound.
 // A nil Files bounds nothing.
 func (s *Files) take(force bool) bool {
@@ -72,6 +65,9 @@ var errNoPlace = errors.New("no place among the files the inputs may keep open")
 // every scan.
 func (f *Follower) wait(paths []string) {
 	was := len(f.waiting)
+	if was == 0 && len(paths) == 0 {
+		return // the usual scan: none waits, none waited
+	}
 	now := make(map[string]bool, len(paths))
 	for _, p := range paths {
 		if !f.waiting[p] {
