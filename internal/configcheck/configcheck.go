@@ -63,8 +63,16 @@ func Run(cfg *config.Config, loadErr, watchErr error, file string, webFlags *web
 	if failed {
 		return 1
 	}
-	fmt.Fprintf(stdout, "%s: %d rules, %d inputs: OK\n", file, len(cfg.Rules), len(cfg.Inputs))
+	fmt.Fprintf(stdout, "%s: %s, %s: OK\n", file, counted(len(cfg.Rules), "rule"), counted(len(cfg.Inputs), "input"))
 	return 0
+}
+
+// counted writes n of noun as a reader says it: "1 input", "0 inputs", "9 rules".
+func counted(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // warningLines writes the warnings logged to it as --config.check writes the rule file's,
