@@ -54,7 +54,14 @@ func Run(cfg *config.Config, loadErr, watchErr error, file string, webFlags *web
 		fmt.Fprintln(stderr, err)
 		failed = true
 	}
-	if loadErr == nil && len(samples) > 0 {
+	built := loadErr == nil
+	if built {
+		if err := pipeline.Build(cfg, sampleOpts); err != nil {
+			fmt.Fprintln(stderr, err)
+			failed, built = true, false
+		}
+	}
+	if built && len(samples) > 0 {
 		if err := pipeline.Sample(cfg, samples, sampleOpts); err != nil {
 			fmt.Fprintln(stderr, err)
 			failed = true

@@ -44,3 +44,22 @@ func TestRunSaysCounts(t *testing.T) {
 		})
 	}
 }
+
+// TestRunBuildsAsTheStart: a rule file the load takes but the start's build of its parser
+// refuses is an error of the check, not an OK before a start that exits.
+func TestRunBuildsAsTheStart(t *testing.T) {
+	cfg, err := config.Parse([]byte("inputs:\n  - {name: in, syslog: 'udp://127.0.0.1:15140', log_format: combined}\n"+
+		"rules:\n  - {name: bytes_sent, help: bytes., value: body_bytes_sent}\n"), "r.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A value capture past the rule's captures: what a load and a parser that disagree
+	// would hand the start.
+	cfg.Rules[0].ValueCapture = 99
+	webFlags := &web.FlagConfig{WebListenAddresses: &[]string{"127.0.0.1:0"}, WebConfigFile: new(string)}
+	var stdout, stderr bytes.Buffer
+	code := Run(cfg, nil, nil, "r.yaml", webFlags, nil, pipeline.Options{}, &stdout, &stderr)
+	if code != 1 || stdout.Len() != 0 || !strings.Contains(stderr.String(), "value capture 99 out of range") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want exit 1 naming the value capture", code, stdout.String(), stderr.String())
+	}
+}

@@ -104,6 +104,16 @@ type generation struct {
 	zonesTold sync.Map
 }
 
+// Build makes of cfg what the start makes of it, its parser and its stores, and returns
+// why it could not: the rule file's load checks the rules as data, and a rule the parser
+// still refused (a load and a parser that disagree) would pass --config.check and stop
+// the start.
+func Build(cfg *config.Config, opts Options) error {
+	opts.setDefaults()
+	_, err := newGeneration(cfg, nil, opts)
+	return err
+}
+
 func newGeneration(cfg *config.Config, prev *generation, opts Options) (*generation, error) {
 	p, err := parser.New(cfg.Rules)
 	if err != nil {
