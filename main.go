@@ -30,6 +30,7 @@ import (
 	"github.com/logwindow/logwindow_exporter/internal/configwatch"
 	"github.com/logwindow/logwindow_exporter/internal/dashboard"
 	"github.com/logwindow/logwindow_exporter/internal/explain"
+	"github.com/logwindow/logwindow_exporter/internal/input/follow"
 	"github.com/logwindow/logwindow_exporter/internal/memlimit"
 	"github.com/logwindow/logwindow_exporter/internal/pipeline"
 	"github.com/logwindow/logwindow_exporter/internal/server"
@@ -105,7 +106,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	for _, d := range []struct {
 		flag string
 		d    time.Duration
-	}{{"web.read-timeout", *readTimeout}, {"web.write-timeout", *writeTimeout}, {"web.idle-timeout", *idleTimeout}} {
+	}{{"web.read-timeout", *readTimeout}, {"web.write-timeout", *writeTimeout}, {"web.idle-timeout", *idleTimeout},
+		{"input.rotation-grace", *rotationGrace}, {"input.poll-interval", *pollInterval}} {
 		if d.d < 0 {
 			fmt.Fprintf(stderr, "%s: --%s may not be negative\n", exporterName, d.flag)
 			return 2
@@ -113,6 +115,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if *snapshotEvery <= 0 {
 		fmt.Fprintf(stderr, "%s: --storage.snapshot-interval must be positive\n", exporterName)
+		return 2
+	}
+	// The followers refuse a cap past this, failing the start with an error of theirs; 0
+	// would read as no cap, where they take it for their default.
+	if *maxLineBytes < 1 || *maxLineBytes > follow.MaxMaxLineBytes {
+		fmt.Fprintf(stderr, "%s: --input.max-line-bytes must be between 1 and %d (64 MiB)\n", exporterName, follow.MaxMaxLineBytes)
 		return 2
 	}
 	if *maxConns < 1 || *maxRequests < 0 {
