@@ -481,7 +481,7 @@ rules:
 		t.Fatal(err)
 	}
 	t.Cleanup(p.Stop)
-	const cri = "2024-03-01T12:00:00Z stdout F "
+	const cri, header = "2024-03-01T12:00:00Z stdout F ", "<190>Nov 24 05:28:09 web-1 nginx: "
 	for _, tc := range []struct {
 		name, input, line string
 		tooLong           bool
@@ -493,6 +493,8 @@ rules:
 		{"a CRI line past the cap, its message within", "pods", cri + strings.Repeat("x", maxLine-len(cri)+1), true},
 		{"a datagram of the cap", "sock", strings.Repeat("x", maxLine), false},
 		{"a datagram past the cap", "sock", strings.Repeat("x", maxLine+1), true},
+		{"a datagram of the cap, with a header", "sock", header + strings.Repeat("x", maxLine-len(header)), false},
+		{"a datagram past the cap, its message within", "sock", header + strings.Repeat("x", maxLine-len(header)+1), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := p.Explain(tc.input, []byte(tc.line))
