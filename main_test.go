@@ -318,8 +318,9 @@ func TestWebLimitsRefused(t *testing.T) {
 // TestInputLimitsRefused: the inputs' flags the followers refuse are refused before the
 // start, naming the flag, and so by --config.check: it said OK, and the start then exited
 // 1 with the follower's error ("input sample: follow: max line bytes -1 out of range"),
-// which names no flag; a cap of 0 was taken for 64 KiB where it reads as none. The largest
-// cap is taken.
+// which names no flag; a cap of 0 was taken for 64 KiB where it reads as none, and so a
+// rotation grace or poll interval of 0 for 5s and 250ms. The largest cap is taken, and a
+// web timeout of 0, none.
 func TestInputLimitsRefused(t *testing.T) {
 	for _, tc := range []struct {
 		flag string
@@ -331,8 +332,12 @@ func TestInputLimitsRefused(t *testing.T) {
 		{"--input.max-line-bytes=67108864", 0},
 		{"--input.max-line-bytes=1", 0},
 		{"--input.rotation-grace=-1s", 2},
-		{"--input.rotation-grace=0s", 0},
+		{"--input.rotation-grace=0s", 2},
+		{"--input.rotation-grace=1ms", 0},
 		{"--input.poll-interval=-1s", 2},
+		{"--input.poll-interval=0s", 2},
+		{"--input.poll-interval=1ms", 0},
+		{"--web.read-timeout=0s", 0},
 	} {
 		t.Run(tc.flag, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
