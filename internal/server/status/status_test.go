@@ -98,11 +98,12 @@ func TestHandlers(t *testing.T) {
 		// reads, as --explain says it.
 		{"tester says the line's time is in an hour its zone repeats", http.MethodPost, ExplainPath, "input=web&lines=repeated_hour", http.StatusOK,
 			"of the hour America/New_York repeats; also 2026-11-01T05:30:00Z"},
-		// Its input skips it unread: neither unmatched nor matched and not counted.
+		// Its input skips it unread: neither unmatched nor matched and not counted. Not said
+		// counted as too long: a CRI line of a stream its input does not read is counted read.
 		{"tester says a line past --input.max-line-bytes is skipped", http.MethodPost, ExplainPath, "input=web&lines=too_long", http.StatusOK,
 			`<pre>too_long</pre>
 
-<p class="bad">Skipped: the line is longer than <code>--input.max-line-bytes</code>; its input skips it, counted as too long, and no rule reads it.</p>
+<p class="bad">Skipped: the line is longer than <code>--input.max-line-bytes</code>; its input skips it, and no rule reads it.</p>
 
 </div>`},
 		{"over the bound", http.MethodPost, ExplainPath, big, http.StatusRequestEntityTooLarge, "at most 256 KiB"},
