@@ -119,6 +119,47 @@ const (
 	docsYAMLRule  = "rules:\n  - name: docs_example\n    match: '.'\n"
 )
 
+// docsTableDelimiter is the line under a Markdown table's header: its cells of dashes.
+var docsTableDelimiter = regexp.MustCompile(`^\|(\s*:?-+:?\s*\|)+$`)
+
+// TestDocsTableRows holds each row of README.md's and docs/*.md's tables to one line
+// between pipes: a row's text wrapped onto the next line is cut there, Markdown taking
+// the rest for rows of their own, a sentence broken across the table.
+func TestDocsTableRows(t *testing.T) {
+	docs, err := filepath.Glob("docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := 0
+	for _, doc := range append([]string{"README.md"}, docs...) {
+		text, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		table, fenced := false, false
+		for i, line := range strings.Split(string(text), "\n") {
+			// A table of a list item is indented.
+			line = strings.TrimSpace(line)
+			switch {
+			case strings.HasPrefix(line, "```"):
+				table, fenced = false, !fenced
+			case fenced:
+			case docsTableDelimiter.MatchString(line):
+				table = true
+			case line == "":
+				table = false
+			case table && strings.HasPrefix(line, "|") && strings.HasSuffix(line, "|"):
+				rows++
+			case table:
+				t.Errorf("%s:%d: a table's row is cut at a line's end: %.80q", doc, i+1, line)
+			}
+		}
+	}
+	if rows == 0 {
+		t.Fatal("no table row of the documents was checked")
+	}
+}
+
 // TestDocsYAMLBlocks loads every yaml block of README.md and docs/*.md as --config.check
 // does: a whole rule file as it is, a block of some of its keys with the rest (an input of
 // nginx's combined format named nginx, configuration.md's patterns, a rule), a rule's list

@@ -30,6 +30,7 @@ import (
 	"github.com/logwindow/logwindow_exporter/internal/configwatch"
 	"github.com/logwindow/logwindow_exporter/internal/dashboard"
 	"github.com/logwindow/logwindow_exporter/internal/explain"
+	"github.com/logwindow/logwindow_exporter/internal/input/follow"
 	"github.com/logwindow/logwindow_exporter/internal/memlimit"
 	"github.com/logwindow/logwindow_exporter/internal/pipeline"
 	"github.com/logwindow/logwindow_exporter/internal/server"
@@ -102,17 +103,27 @@ func run(args []string, stdout, stderr io.Writer) int {
 	logConfig.Writer = stderr
 	logger := promslog.New(logConfig)
 
+	// A web timeout of 0 is none; the pipeline and its followers take a snapshot interval,
+	// rotation grace or poll interval of 0 for their default (10s, 5s, 250ms), not for none.
 	for _, d := range []struct {
-		flag string
-		d    time.Duration
-	}{{"web.read-timeout", *readTimeout}, {"web.write-timeout", *writeTimeout}, {"web.idle-timeout", *idleTimeout}} {
-		if d.d < 0 {
+		flag     string
+		d        time.Duration
+		positive bool
+	}{{"web.read-timeout", *readTimeout, false}, {"web.write-timeout", *writeTimeout, false}, {"web.idle-timeout", *idleTimeout, false},
+		{"storage.snapshot-interval", *snapshotEvery, true}, {"input.rotation-grace", *rotationGrace, true}, {"input.poll-interval", *pollInterval, true}} {
+		switch {
+		case d.positive && d.d <= 0:
+			fmt.Fprintf(stderr, "%s: --%s must be positive\n", exporterName, d.flag)
+			return 2
+		case d.d < 0:
 			fmt.Fprintf(stderr, "%s: --%s may not be negative\n", exporterName, d.flag)
 			return 2
 		}
 	}
-	if *snapshotEvery <= 0 {
-		fmt.Fprintf(stderr, "%s: --storage.snapshot-interval must be positive\n", exporterName)
+	// The followers refuse a cap past this, failing the start with an error of theirs; 0
+	// would read as no cap, where they take it for their default.
+	if *maxLineBytes < 1 || *maxLineBytes > follow.MaxMaxLineBytes {
+		fmt.Fprintf(stderr, "%s: --input.max-line-bytes must be between 1 and %d (64 MiB)\n", exporterName, follow.MaxMaxLineBytes)
 		return 2
 	}
 	if *maxConns < 1 || *maxRequests < 0 {

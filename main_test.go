@@ -315,6 +315,41 @@ func TestWebLimitsRefused(t *testing.T) {
 	}
 }
 
+// TestInputLimitsRefused: the inputs' flags the followers refuse are refused before the
+// start, naming the flag, and so by --config.check: it said OK, and the start then exited
+// 1 with the follower's error ("input sample: follow: max line bytes -1 out of range"),
+// which names no flag; a cap of 0 was taken for 64 KiB where it reads as none, and so a
+// rotation grace or poll interval of 0 for 5s and 250ms. The largest cap is taken, and a
+// web timeout of 0, none.
+func TestInputLimitsRefused(t *testing.T) {
+	for _, tc := range []struct {
+		flag string
+		code int
+	}{
+		{"--input.max-line-bytes=-1", 2},
+		{"--input.max-line-bytes=0", 2},
+		{"--input.max-line-bytes=67108865", 2},
+		{"--input.max-line-bytes=67108864", 0},
+		{"--input.max-line-bytes=1", 0},
+		{"--input.rotation-grace=-1s", 2},
+		{"--input.rotation-grace=0s", 2},
+		{"--input.rotation-grace=1ms", 0},
+		{"--input.poll-interval=-1s", 2},
+		{"--input.poll-interval=0s", 2},
+		{"--input.poll-interval=1ms", 0},
+		{"--web.read-timeout=0s", 0},
+	} {
+		t.Run(tc.flag, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			name, _, _ := strings.Cut(strings.TrimPrefix(tc.flag, "--"), "=")
+			code := run([]string{"--config.file=examples/quickstart.yaml", "--config.check", tc.flag}, &stdout, &stderr)
+			if code != tc.code || tc.code != 0 && !strings.Contains(stderr.String(), "--"+name) {
+				t.Errorf("--config.check %s: exit %d, stderr %q; want exit %d (naming the flag when refused)", tc.flag, code, stderr.String(), tc.code)
+			}
+		})
+	}
+}
+
 // TestFlagValueRefusedNamed: a flag's value of the wrong type is refused naming the flag
 // and the value, whatever the flag's type (kingpin's parsers name neither), and once.
 func TestFlagValueRefusedNamed(t *testing.T) {

@@ -37,9 +37,12 @@ type Line struct {
 	Escaped bool   `json:"escaped,omitempty"`
 	// Counted: some rule counted the line. Unmatched: no rule reading the input matched
 	// it (no regex matched, no fields were read).
-	Counted   bool   `json:"counted"`
-	Unmatched bool   `json:"unmatched"`
-	Rules     []Rule `json:"rules"`
+	Counted   bool `json:"counted"`
+	Unmatched bool `json:"unmatched"`
+	// TooLong: the line is longer than its input takes (--input.max-line-bytes), which
+	// skips it unread: no rule reads it, and Rules is empty.
+	TooLong bool   `json:"too_long,omitempty"`
+	Rules   []Rule `json:"rules"`
 }
 
 // Rule is what one rule made of the line. Exactly one of the detail groups is set, by
@@ -367,6 +370,14 @@ func captureText(cs []parser.Capture, name string) string {
 		}
 	}
 	return ""
+}
+
+// TooLongLine is the explanation of a line of input longer than the input takes, which
+// it skips before any rule reads it.
+func TooLongLine(input string, line []byte) Line {
+	out := Line{Input: input, TooLong: true}
+	out.Text, out.Escaped = display(line)
+	return out
 }
 
 // SetFile sets the line's File (and FileEscaped) to path, as a name is shown (Display).

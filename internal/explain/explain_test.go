@@ -107,7 +107,7 @@ rules:
     match: '^(?P<method>[A-Z]+) (?P<status>\d+)$'
     where: {status: '^5'}
 `)
-	lines := []Line{x.Explain("", []byte("GET 200"), true), x.Explain("", []byte("PUT 200"), false), x.Explain("", []byte("GET 2x"), false)}
+	lines := []Line{x.Explain("", []byte("GET 200"), true), x.Explain("", []byte("PUT 200"), false), x.Explain("", []byte("GET 2x"), false), TooLongLine("web", []byte("GET 200"))}
 	// A line of one of the files a glob matched, whose name a newline would forge a line
 	// with, is named Go-quoted.
 	lines[2].Number = 3
@@ -142,6 +142,8 @@ rules:
 		"line 3 of \"/logs/a\\nline 9: x.log\": GET 2x\n  UNMATCHED: no rule matches this line\n  - requests: regex does not match\n",
 		`      then at byte 5 expects [0-9] or end of line ($), but the line has "x" (inside capture status)`,
 		"  - errors: regex does not match (the same as requests's)\n",
+		// Skipped by its input, read by no rule: neither matched nor unmatched.
+		"line (input web): GET 200\n  SKIPPED: longer than --input.max-line-bytes, its input skips it and no rule reads it\n\n",
 	} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("text lacks %q:\n%s", want, text.String())

@@ -51,6 +51,8 @@ func writeText(b *strings.Builder, l *Line) {
 	}
 	fmt.Fprintf(b, ": %s\n", l.Text)
 	switch {
+	case l.TooLong:
+		b.WriteString("  SKIPPED: longer than --input.max-line-bytes, its input skips it and no rule reads it\n")
 	case l.Unmatched:
 		b.WriteString("  UNMATCHED: no rule matches this line\n")
 	case !l.Counted:

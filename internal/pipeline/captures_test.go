@@ -461,6 +461,54 @@ rules:
 	}
 }
 
+// The line tester tells a line longer than --input.max-line-bytes skipped, as its input
+// skips it, whatever the input's kind (a file's line, a CRI line, a datagram): told how
+// the rules read it, it was shown counted where the input counts it as too long. A line
+// of the cap is read.
+func TestExplainPastedLineTooLong(t *testing.T) {
+	dir := t.TempDir()
+	cfg, err := config.Parse(fmt.Appendf(nil, `
+inputs: [{name: plain, path: '%[1]s/a.log'}, {name: pods, path: '%[1]s/0.log', wrapper: cri}, {name: sock, syslog: 'unixgram://%[1]s/s.sock'}, {path: '%[1]s/b.log'}]
+rules:
+  - {name: lines, match: '^(?P<x>x+)$'}
+`, dir), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const maxLine = 40
+	p, err := Start(cfg, Options{Now: time.Now, MaxLineBytes: maxLine})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	const cri, header = "2024-03-01T12:00:00Z stdout F ", "<190>Nov 24 05:28:09 web-1 nginx: "
+	for _, tc := range []struct {
+		name, input, line string
+		tooLong           bool
+	}{
+		{"a file's line of the cap", "plain", strings.Repeat("x", maxLine), false},
+		{"a file's line past the cap", "plain", strings.Repeat("x", maxLine+1), true},
+		{"an unnamed input's line past the cap", dir + "/b.log", strings.Repeat("x", maxLine+1), true},
+		{"a CRI line of the cap", "pods", cri + strings.Repeat("x", maxLine-len(cri)), false},
+		{"a CRI line past the cap, its message within", "pods", cri + strings.Repeat("x", maxLine-len(cri)+1), true},
+		{"a datagram of the cap", "sock", strings.Repeat("x", maxLine), false},
+		{"a datagram past the cap", "sock", strings.Repeat("x", maxLine+1), true},
+		{"a datagram of the cap, with a header", "sock", header + strings.Repeat("x", maxLine-len(header)), false},
+		{"a datagram past the cap, its message within", "sock", header + strings.Repeat("x", maxLine-len(header)+1), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := p.Explain(tc.input, []byte(tc.line))
+			if l.TooLong != tc.tooLong || l.Counted == tc.tooLong || tc.tooLong && len(l.Rules) > 0 {
+				t.Errorf("Explain(%q, %d bytes): too long %v, counted %v, %d rules; want too long %v, counted %v, no rule when too long",
+					tc.input, len(tc.line), l.TooLong, l.Counted, len(l.Rules), tc.tooLong, !tc.tooLong)
+			}
+			if l.Input != tc.input || l.Text != tc.line && tc.tooLong {
+				t.Errorf("Explain(%q, %d bytes): input %q, text %.50q", tc.input, len(tc.line), l.Input, l.Text)
+			}
+		})
+	}
+}
+
 // --explain.lines of the largest number there is explains every line, as one of the
 // file's length does: the lines read past the cut to settle a format are no overflow.
 func TestExplainLinesLargest(t *testing.T) {

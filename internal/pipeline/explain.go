@@ -184,8 +184,14 @@ func (f firstLines) Drop(rule int, reason parser.DropReason) {
 // explained by its message, its header stripped as the input strips it. The line has
 // the captures the input gives a line of its own, as the input reads it: the stream of
 // a CRI line, the hostname and tag of a datagram's header (those of its file's path are
-// unset: no path is pasted).
+// unset: no path is pasted). A line longer than the inputs take (MaxLineBytes) is told
+// too long (explain.Line.TooLong), read by no rule, as its input would skip it.
 func (p *Pipeline) Explain(input string, line []byte) explain.Line {
+	// Every kind of input skips a line longer than the cap before it is read: a file's
+	// or a CRI log's line whole, a datagram with its header.
+	if len(line) > maxLineBytes(p.opts) {
+		return explain.TooLongLine(input, line)
+	}
 	gen := p.gen.Load()
 	sink := gen.set.NewSink()
 	sink.SetNow(p.clock.read())

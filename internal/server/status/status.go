@@ -412,11 +412,13 @@ func writePage(w http.ResponseWriter, page []byte) {
 	_, _ = w.Write(page)
 }
 
-// pageHeader sets the header of a page in h (see writePage).
+// pageHeader sets the header of a page in h (see writePage). The policy is added beside
+// one the web config's http_server_config.headers set already, which a browser enforces
+// too: set over it, the page dropped what the operator asked for (a report-uri).
 func pageHeader(h http.Header) {
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+	h.Add("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
 	h.Set("Cache-Control", "no-store")
 }
 

@@ -19,7 +19,8 @@ import (
 
 // fakeSource explains every line as counted by one rule with the line as its label
 // (rewritten from /raw/ and the line), its top value and its distinct text; but the lines
-// of otherLines, which it explains as they name.
+// of otherLines, which it explains as they name, and "too_long", which it tells too long
+// for its input.
 type fakeSource struct {
 	cfg        *config.Config
 	input      string // the input of the last line explained
@@ -46,6 +47,9 @@ var otherLines = map[string]explain.Rule{
 
 func (f *fakeSource) Explain(input string, line []byte) explain.Line {
 	f.input = input
+	if string(line) == "too_long" {
+		return explain.TooLongLine(input, line)
+	}
 	if r, ok := otherLines[string(line)]; ok {
 		return explain.Line{Input: input, Text: string(line), Unmatched: true, Rules: []explain.Rule{r}}
 	}
@@ -94,6 +98,14 @@ func TestHandlers(t *testing.T) {
 		// reads, as --explain says it.
 		{"tester says the line's time is in an hour its zone repeats", http.MethodPost, ExplainPath, "input=web&lines=repeated_hour", http.StatusOK,
 			"of the hour America/New_York repeats; also 2026-11-01T05:30:00Z"},
+		// Its input skips it unread: neither unmatched nor matched and not counted. Not said
+		// counted as too long: a CRI line of a stream its input does not read is counted read.
+		{"tester says a line past --input.max-line-bytes is skipped", http.MethodPost, ExplainPath, "input=web&lines=too_long", http.StatusOK,
+			`<pre>too_long</pre>
+
+<p class="bad">Skipped: the line is longer than <code>--input.max-line-bytes</code>; its input skips it, and no rule reads it.</p>
+
+</div>`},
 		{"over the bound", http.MethodPost, ExplainPath, big, http.StatusRequestEntityTooLarge, "at most 256 KiB"},
 		{"bad form", http.MethodPost, ExplainPath, "lines=%zz", http.StatusBadRequest, "Bad form"},
 		{"too many lines", http.MethodPost, ExplainPath, "lines=" + strings.Repeat("x%0A", MaxExplainLines+1), http.StatusOK, "Only the first 100 lines"},
