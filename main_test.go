@@ -386,9 +386,9 @@ func TestDefaultConfigFile(t *testing.T) {
 		level  string // the level and source of the log line, if any
 		stderr string // a part of the log or the error
 	}{
-		{"yml", map[string]string{"logwindow.yml": oneRule}, nil, 0, "logwindow.yml: 1 rules", `level=INFO source=main.go`, `msg="no --config.file given: reading the default rule file" file=logwindow.yml`},
+		{"yml", map[string]string{"logwindow.yml": oneRule}, nil, 0, "logwindow.yml: 1 rule,", `level=INFO source=main.go`, `msg="no --config.file given: reading the default rule file" file=logwindow.yml`},
 		{"yaml", map[string]string{"logwindow.yaml": twoRules}, nil, 0, "logwindow.yaml: 2 rules", `level=INFO source=main.go`, `msg="no --config.file given: reading the default rule file" file=logwindow.yaml`},
-		{"both", map[string]string{"logwindow.yml": oneRule, "logwindow.yaml": twoRules}, nil, 0, "logwindow.yml: 1 rules", `level=WARN source=main.go`, `msg="no --config.file given and several default rule files exist: reading the first, pass --config.file to choose" file=logwindow.yml ignored=logwindow.yaml`},
+		{"both", map[string]string{"logwindow.yml": oneRule, "logwindow.yaml": twoRules}, nil, 0, "logwindow.yml: 1 rule,", `level=WARN source=main.go`, `msg="no --config.file given and several default rule files exist: reading the first, pass --config.file to choose" file=logwindow.yml ignored=logwindow.yaml`},
 		{"neither", nil, nil, 1, "", "", "no --config.file given, and none of logwindow.yml, logwindow.yaml is in the working directory"},
 		{"given", map[string]string{"logwindow.yml": oneRule, "rules.yaml": twoRules}, []string{"--config.file=rules.yaml"}, 0, "rules.yaml: 2 rules", "", ""},
 	}
