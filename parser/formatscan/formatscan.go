@@ -452,11 +452,18 @@ func hasPrefix(b, prefix []byte) bool {
 // untilEscaped is the end of an escaped value starting at p: at its stop character (an
 // ASCII one, never a backslash) outside the escape sequences, which every backslash starts;
 // -1 at a backslash starting none, which the regex then cannot read past.
+//
+// The stop found is searched for again only past an escape sequence that held it (an
+// Apache `\"`): searched again after every sequence, a value of many would be read once
+// per sequence, its time the square of its length.
 func (s *Scanner) untilEscaped(line []byte, p int, stop byte) int {
+	end := -1
 	for {
-		end := len(line)
-		if j := bytes.IndexByte(line[p:], stop); j >= 0 {
-			end = p + j
+		if p > end {
+			end = len(line)
+			if j := bytes.IndexByte(line[p:], stop); j >= 0 {
+				end = p + j
+			}
 		}
 		k := bytes.IndexByte(line[p:end], '\\')
 		if k < 0 {
