@@ -53,8 +53,17 @@ func newGroup(cr *config.Rule, eng engine) group {
 	if cr.Regexp == nil {
 		return group{fields: &fieldsGroup{format: cr.Format}}
 	}
-	return group{m: compile(cr.Regexp, eng, cr.LogFormat), prog: sync.OnceValue(func() *regexProgram { return program(cr.Regexp) }),
+	return group{m: compile(cr.Regexp, eng, cr.LogFormat), prog: sync.OnceValue(func() *regexProgram { return misfitProgram(cr) }),
 		format: cr.LogFormat, derived: cr.Derived}
+}
+
+// misfitProgram is the program a line cr's regex does not match is explained by: its log
+// format's MisfitRegex, else the regex.
+func misfitProgram(cr *config.Rule) *regexProgram {
+	if f := cr.LogFormat; f != nil && f.MisfitRegex() != f.Regex {
+		return program(regexp.MustCompile(f.MisfitRegex()))
+	}
+	return program(cr.Regexp)
 }
 
 // fitGroups adds a group without rules for each candidate format no rule's variant reads:

@@ -153,6 +153,10 @@ type Piece struct {
 	// Fewest: a Joined value takes the fewest of its items the rest of the line fits
 	// with, not the most (see fewestItems).
 	Fewest bool
+	// Words: an Until value stopping at a space may hold spaces itself, the value being
+	// words joined by single spaces, the fewest the rest of the line fits with
+	// (`(?:[^ ]* )*?[^ ]*`): a line whose value has none reads as it would without.
+	Words bool
 }
 
 // PieceKind is what a piece of a text format reads.
@@ -396,6 +400,11 @@ type variable struct {
 	lead rune
 	// dashZero: the value "-" is a zero (Capture.DashZero).
 	dashZero bool
+	// words: the value may hold spaces out of quotes, which its server does not escape,
+	// where any client writes it: the user name of an Authorization header, sent to any
+	// server (nginx's $remote_user, Apache's %u), a request's path decoded (a %20 in it:
+	// nginx's $uri and $document_uri, Apache's %U).
+	words bool
 }
 
 // checkText refuses a format the regex it compiles to could not hold.
@@ -471,6 +480,7 @@ func compileText(f *Format, toks []token) error {
 		return &Error{0, "the format has no variable, so there is nothing to capture"}
 	}
 	fewestItems(f.Pieces)
+	wordsAfterFixed(f.Pieces)
 	f.Regex = piecesRegex(f)
 	return checkRegex(f.Regex, toks, tail)
 }
@@ -496,6 +506,47 @@ func fewestItems(pieces []Piece) {
 			pieces[i].Fewest = !rest
 		}
 	}
+}
+
+// wordsAfterFixed keeps the spaces of a value that may hold them (Words) to one that no
+// value before it could end elsewhere: under the regex's leftmost-first semantics the
+// earlier value's choice comes first, and X-Forwarded-For out of quotes before Apache's %u
+// (`%{X-Forwarded-For}i %l %u %t`) would give the user its last address, where the user
+// holding no space reads the line as its server wrote it. So a format has one at most,
+// which formatscan reads by the value's first word and, when the line does not fit so,
+// by its next ends. A value read again, not captured (Group 0), is one word: its ends
+// have no slot of the captures to be read from.
+func wordsAfterFixed(pieces []Piece) {
+	free := false
+	for i := range pieces {
+		p := &pieces[i]
+		switch {
+		case p.Words && p.Group == 0:
+			p.Words = false
+		case p.Words:
+			p.Words = !free
+			free = true
+		case p.Kind == PieceJoined || p.Kind == PieceList || p.Kind == PieceStrftime || p.Kind == PieceRest:
+			free = true
+		}
+	}
+}
+
+// MisfitRegex is the regex a line that fits no Regex is explained by (how far it fits, and
+// where it stops): Regex with each value that may hold spaces (Piece.Words) read as one
+// word, as the server writes it for nearly every line. Regex itself fits farther into
+// such a value than the line's mistake, which a value of more words could reach: a line
+// without its request's quote would be said to stop in $remote_user.
+func (f *Format) MisfitRegex() string {
+	if !slices.ContainsFunc(f.Pieces, func(p Piece) bool { return p.Words }) {
+		return f.Regex
+	}
+	g := *f
+	g.Pieces = slices.Clone(f.Pieces)
+	for i := range g.Pieces {
+		g.Pieces[i].Words = false
+	}
+	return piecesRegex(&g)
 }
 
 // piecesRegex writes the regex of a text format from its pieces: each optional piece
@@ -630,7 +681,7 @@ func valuePiece(v *variable, next string, esc Escape) Piece {
 	if _, ok := escapeRegex[esc]; ok && v.escaped && strings.ContainsRune(escapeChars[esc], stop) {
 		return Piece{Kind: PieceUntilEscaped, Stop: stop}
 	}
-	return Piece{Kind: PieceUntil, Stop: stop}
+	return Piece{Kind: PieceUntil, Stop: stop, Words: v.words && stop == ' ' && next != ""}
 }
 
 // valueRegex is the regex of a value piece in a format of escaping esc.
@@ -653,6 +704,9 @@ func (p Piece) valueRegex(esc Escape) string {
 		return p.Pattern
 	case PieceUntilEscaped:
 		return fmt.Sprintf(`[^%s\\]*(?:%s[^%[1]s\\]*)*`, classRune(p.Stop), escapeRegex[esc])
+	}
+	if p.Words {
+		return `(?:[^ ]* )*?[^ ]*`
 	}
 	return fmt.Sprintf(`[^%s]*`, classRune(p.Stop))
 }

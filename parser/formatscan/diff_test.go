@@ -262,31 +262,63 @@ func mutate(r *rand.Rand, l []byte) []byte {
 	return l
 }
 
-// sameAsRegexp checks the scanner of f against regexp and fastmatch on line: the same fit,
-// the same captures; and that the scanner leaves undecided only lines with " : " (an
-// upstream list's) or ", " (values joined by it, X-Forwarded-For's) in them.
-func sameAsRegexp(t *testing.T, f *logformat.Format, s *Scanner, re *regexp.Regexp, fm *fastmatch.Matcher, line []byte) {
+// scan is what Match tells of line before it asks the regex, if it does: undecided when
+// the line was read maxItems times from a value's next ends (see misfit).
+func (s *Scanner) scan(line []byte, caps []int) result {
+	res, _ := s.scanWith(line, caps, maxItems)
+	return res
+}
+
+// scanWith is scan reading the line up to tries times from a value's next ends, in the
+// scan and then in moreWords each; used is the most either read it.
+func (s *Scanner) scanWith(line []byte, caps []int, tries int) (res result, used int) {
+	left := tries
+	res = s.scanFrom(line, caps, 0, 0, &left)
+	if res != noMatch || s.head == nil {
+		return res, tries - left
+	}
+	used = tries - left
+	left = tries
+	res = s.moreWords(line, caps, &left)
+	return res, max(used, tries-left)
+}
+
+// uncapped is the tries a scan is given to read lines as if it had no cap: lines that
+// need more, a list of " : " after a value of words repeated 50 times, are not compared.
+const uncapped = 1 << 12
+
+// sameAsRegexp checks the scanner of f against regexp and fastmatch on line. Read without
+// its cap, the scan gives the regex's fit and captures; with it, the same or undecided,
+// which only a line that takes more than maxItems reads is. Match gives the regex's
+// answer, but for such a line of a format with a value of words, which does not fit. It
+// returns the scan's result.
+func sameAsRegexp(t *testing.T, f *logformat.Format, s *Scanner, re *regexp.Regexp, fm *fastmatch.Matcher, line []byte) result {
 	t.Helper()
 	want := re.FindSubmatchIndex(line)
 	caps := make([]int, 2*(len(f.Captures)+1))
-	switch res := s.scan(line, caps); {
-	case res == undecided:
-		if !bytes.Contains(line, listColon) && !bytes.Contains(line, listComma) {
-			t.Fatalf("%s: %q: undecided without a list's \" : \" or a joined value's \", \"", f.Regex, line)
-		}
-	case (res == matched) != (want != nil) || res == matched && !slices.Equal(caps, want):
-		t.Fatalf("%s: %q: scan %v %v, regexp %v", f.Regex, line, res == matched, caps, want)
+	exact, used := s.scanWith(line, caps, uncapped)
+	if exact != undecided && ((exact == matched) != (want != nil) || exact == matched && !slices.Equal(caps, want)) {
+		t.Fatalf("%s: %q: scan %v %v, regexp %v", f.Regex, line, exact == matched, caps, want)
 	}
+	res := s.scan(line, caps)
+	switch {
+	case res == undecided && used <= maxItems:
+		t.Fatalf("%s: %q: undecided, though %d reads decide it", f.Regex, line, used)
+	case res != undecided && res != exact:
+		t.Fatalf("%s: %q: scan %v, uncapped %v", f.Regex, line, res, exact)
+	}
+	fits := want != nil && (res != undecided || s.head == nil)
 	got := s.Match(line, caps)
-	if got != (want != nil) || got && !slices.Equal(caps, want) {
-		t.Fatalf("%s: %q: Match %v %v, regexp %v", f.Regex, line, got, caps, want)
+	if got != fits || got && !slices.Equal(caps, want) {
+		t.Fatalf("%s: %q: Match %v %v, regexp %v (scan %v)", f.Regex, line, got, caps, want, res)
 	}
 	if fm != nil {
 		fcaps := make([]int, len(caps))
-		if ok := fm.Match(line, fcaps); ok != got || ok && !slices.Equal(fcaps, caps) {
-			t.Fatalf("%s: %q: fastmatch %v %v, scanner %v %v", f.Regex, line, ok, fcaps, got, caps)
+		if ok := fm.Match(line, fcaps); ok != (want != nil) || ok && !slices.Equal(fcaps, want) {
+			t.Fatalf("%s: %q: fastmatch %v %v, regexp %v", f.Regex, line, ok, fcaps, want)
 		}
 	}
+	return res
 }
 
 // TestDifferential reads generated lines of every preset and custom format, clean and
@@ -389,21 +421,29 @@ func TestCompile(t *testing.T) {
 	}
 }
 
-// TestListColon is the choice the scanner hands to the regex: an upstream list that ends
-// at a " : " when read whole it does not fit, and regexp ends it earlier.
+// TestListColon: an upstream list that ends at a " : " when read whole it does not fit is
+// read again ending at each " : " before, the latest first, as regexp ends it: by the
+// scan itself, not the regex.
 func TestListColon(t *testing.T) {
 	f := format(t, `$upstream_addr $a;$b`, logformat.EscapeDefault, false)
 	re, s := compiled(t, f)
-	line := []byte("p : q;r")
-	caps := make([]int, 2*(len(f.Captures)+1))
-	if res := s.scan(line, caps); res != undecided {
-		t.Fatalf("scan: %v, want undecided", res)
-	}
-	if !s.Match(line, caps) || !slices.Equal(caps, re.FindSubmatchIndex(line)) {
-		t.Fatalf("Match: %v, regexp %v", caps, re.FindSubmatchIndex(line))
-	}
-	if got := string(line[caps[2]:caps[3]]); got != "p" {
-		t.Fatalf("the list is %q, want %q", got, "p")
+	for _, c := range []struct{ line, list string }{
+		{"p : q;r", "p"},
+		{"p : q : s;r", "p : q"},
+		{"p, q : s, t : u;r", "p, q : s, t"},
+		{"p : q : s t;r", "p : q : s"},
+	} {
+		line := []byte(c.line)
+		caps := make([]int, 2*(len(f.Captures)+1))
+		if res := s.scan(line, caps); res != matched {
+			t.Fatalf("%q: scan: %v, want matched", line, res)
+		}
+		if !slices.Equal(caps, re.FindSubmatchIndex(line)) {
+			t.Fatalf("%q: scan %v, regexp %v", line, caps, re.FindSubmatchIndex(line))
+		}
+		if got := string(line[caps[2]:caps[3]]); got != c.list {
+			t.Fatalf("%q: the list is %q, want %q", line, got, c.list)
+		}
 	}
 }
 
@@ -464,5 +504,179 @@ func TestFewestItemsBound(t *testing.T) {
 			}
 			sameAsRegexp(t, f, s, re, nil, []byte(c.line))
 		})
+	}
+}
+
+// TestWordsValue: $remote_user, which nginx writes with the spaces any client's
+// Authorization header gives it, is read as one word by the scan, and with its next ends
+// when the line does not fit so: by the scan, not the regex.
+func TestWordsValue(t *testing.T) {
+	combined := format(t, `combined`, logformat.EscapeDefault, false)
+	common := format(t, `common`, 0, true)
+	const rest = ` [30/Nov/2026:23:19:46 +0000] "GET / HTTP/1.1" 401 157 "-" "-"`
+	const apacheRest = ` [10/Oct/2000:13:55:36 -0700] "GET /a HTTP/1.1" 401 -`
+	for _, f := range []*logformat.Format{combined, common} {
+		re, s := compiled(t, f)
+		// One caps for all lines, as the parser's: a line is not told by an earlier one's.
+		caps := make([]int, 2*(len(f.Captures)+1))
+		for _, c := range []struct {
+			name, line, user string
+		}{
+			{"no user", `127.0.0.1 - -` + rest, "-"},
+			{"a user of one word", `127.0.0.1 - alice` + rest, "alice"},
+			{"a user with spaces", `127.0.0.1 - a b` + rest, "a b"},
+			{"a user with brackets", `127.0.0.1 - a [b] c` + rest, "a [b] c"},
+			{"a user holding the text after it", `127.0.0.1 - a [b] "GET / HTTP/1.1" 200 1 "-" "c` + rest, `a [b] "GET / HTTP/1.1" 200 1 "-" "c`},
+			{"no text after the user again", `127.0.0.1 - a b "GET / HTTP/1.1" 401 157 "-" "-"`, ""},
+			// The slots still hold the last line's user, which this one does not reach.
+			{"stops before the user", `127.0.0.1 + a b` + rest, ""},
+			{"an Apache user with spaces", `::1 - a b` + apacheRest, "a b"},
+			{"an Apache user with brackets", `::1 - a [b] c` + apacheRest, "a [b] c"},
+		} {
+			t.Run(f.Describe()+" "+c.name, func(t *testing.T) {
+				line := []byte(c.line)
+				want := re.FindSubmatchIndex(line)
+				if res := sameAsRegexp(t, f, s, re, nil, line); res == undecided {
+					t.Fatal("undecided")
+				}
+				user := "" // of a line the format does not fit
+				if g := 2 * f.Pieces[slices.IndexFunc(f.Pieces, func(p logformat.Piece) bool { return p.Words })].Group; want != nil {
+					user = c.line[want[g]:want[g+1]]
+				}
+				if strings.HasPrefix(c.line, "::1") == (f == common) && user != c.user {
+					t.Fatalf("user %q, want %q", user, c.user)
+				}
+				if ok := s.Match(line, caps); ok != (want != nil) || ok && !slices.Equal(caps, want) {
+					t.Fatalf("Match %v %v, regexp %v", ok, caps, want)
+				}
+			})
+		}
+	}
+}
+
+// TestWordsCap: a value of words is read to at most maxItems of its next ends, past
+// which its line does not fit, though the regex may fit it (its work a client chooses):
+// the reads of a line, counted, stay maxItems however many ends it has.
+func TestWordsCap(t *testing.T) {
+	combined := format(t, `combined`, logformat.EscapeDefault, false)
+	const rest = ` [30/Nov/2026:23:19:46 +0000] "GET / HTTP/1.1" 401 157 "-" "-"`
+	for _, c := range []struct {
+		name string
+		f    *logformat.Format
+		line string
+		// ends are the reads the value's ends after its first word take uncapped; fits,
+		// whether the regex fits the line; res, the scan's.
+		ends int
+		fits bool
+		res  result
+	}{
+		{"within the cap", combined, `127.0.0.1 - a` + strings.Repeat(" [x]", maxItems) + rest, maxItems, true, matched},
+		{"past the cap, fitting the regex", combined, `127.0.0.1 - a` + strings.Repeat(" [x]", maxItems+1) + rest, maxItems + 1, true, undecided},
+		// Each end reads the rest of the line to the end, where the last quote is missing.
+		{"past the cap, 1 KiB", combined, `127.0.0.1 - a` + strings.Repeat(" [x", 1<<10/3) + strings.TrimSuffix(rest, `"`), 1 << 10 / 3, false, undecided},
+		{"past the cap, 64 KiB", combined, `127.0.0.1 - a` + strings.Repeat(" [x", 64<<10/3) + strings.TrimSuffix(rest, `"`), 64 << 10 / 3, false, undecided},
+		// No end but the user's real one is followed by the text after the user (and an
+		// Apache %t's '['): no other is read on from.
+		{"words, 64 KiB", combined, `127.0.0.1 - a` + strings.Repeat(" b a", 64<<10/4) + strings.TrimSuffix(rest, `"`), 1, false, noMatch},
+		{"Apache words, 64 KiB", format(t, "common", 0, true), `::1 - a` + strings.Repeat(" b a", 64<<10/4) + ` [10/Oct/2000:13:55:36 -0700] "GET /a HTTP/1.1" 401 - x`, 1, false, noMatch},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			re, s := compiled(t, c.f)
+			line := []byte(c.line)
+			caps := make([]int, 2*(len(c.f.Captures)+1))
+			// The scan of the user's first word reads nothing again (no list, no joined
+			// values): the reads are the value's ends'.
+			if res, used := s.scanWith(line, caps, 1<<20); used != c.ends || (res == matched) != c.fits {
+				t.Fatalf("uncapped: %v after %d reads, want %d reads and a fit %v", res, used, c.ends, c.fits)
+			}
+			if re.Match(line) != c.fits {
+				t.Fatalf("regexp fits %v, want %v", !c.fits, c.fits)
+			}
+			res, used := s.scanWith(line, caps, maxItems)
+			if res != c.res || used != min(c.ends, maxItems) {
+				t.Fatalf("scan %v after %d reads, want %v after %d", res, used, c.res, min(c.ends, maxItems))
+			}
+			if s.Match(line, caps) != (c.res == matched) {
+				t.Fatalf("Match %v, want %v", !(c.res == matched), c.res == matched)
+			}
+		})
+	}
+}
+
+// TestWordsDifferential fills the values that may hold spaces (logformat.Piece.Words) of
+// every format that has one with words a client may send: spaces, brackets, quotes, and
+// pieces of another line of the format (the text after the value among them, as often as
+// a crafted user name or path holds it); the scanner, regexp and fastmatch must agree, but
+// on lines past the cap (see sameAsRegexp).
+func TestWordsDifferential(t *testing.T) {
+	tested := 0
+	// Paths decoded out of quotes (nginx's $uri, Apache's %U), which no preset has; and a
+	// user before parts a line may leave out, which a line of more words gives the user.
+	all := append(formats(t), format(t, `$remote_addr $request_method $uri $status $request_time`, logformat.EscapeDefault, false),
+		format(t, `%h %m %U %>s "%{User-agent}i"`, 0, true), format(t, `$remote_user $uri $status`, logformat.EscapeDefault, false),
+		format(t, `$remote_user [$time_local] $upstream_addr $status $http_x_forwarded_for $request_time`, logformat.EscapeDefault, false))
+	for i, f := range all {
+		if !slices.ContainsFunc(f.Pieces, func(p logformat.Piece) bool { return p.Words }) {
+			continue
+		}
+		tested++
+		t.Run(fmt.Sprintf("%d %s %s", i, f.Describe(), f.Escape), func(t *testing.T) {
+			re, s := compiled(t, f)
+			fm, err := fastmatch.Compile(f.Regex)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := rand.New(rand.NewPCG(uint64(i), 3))
+			words := []string{" ", "  ", "a", "-", "[", "]", `"`, " [", "] [", "[x]", `\x22`, " - ", ", ", " : "}
+			spaced := 0
+			defer func() {
+				// Lines that fit with a space in such a value: the scan's search of its
+				// ends is exercised.
+				if !t.Failed() && spaced < 50 {
+					t.Errorf("only %d of 1000 lines fit with a space in a value of words", spaced)
+				}
+			}()
+			for range 1000 {
+				var b []byte
+				for k, p := range f.Pieces {
+					switch {
+					case p.Optional && r.IntN(4) == 0:
+					case p.Kind == logformat.PieceLiteral:
+						b = append(b, p.Lit...)
+						continue
+					case p.Words:
+						other := line(r, f)
+						for range 1 + r.IntN(6) {
+							if r.IntN(3) == 0 {
+								from := r.IntN(len(other) + 1)
+								b = append(b, other[from:from+r.IntN(len(other)-from+1)]...)
+							} else {
+								b = append(b, words[r.IntN(len(words))]...)
+							}
+						}
+						continue
+					default:
+						name := ""
+						if p.Group > 0 {
+							name = f.Captures[p.Group-1].Name
+						}
+						b = append(b, value(r, f.Pieces[k], name, f.Escape)...)
+						continue
+					}
+					break
+				}
+				sameAsRegexp(t, f, s, re, fm, b)
+				if loc := re.FindSubmatchIndex(b); loc != nil {
+					for _, p := range f.Pieces {
+						if g := 2 * p.Group; p.Words && loc[g] >= 0 && bytes.IndexByte(b[loc[g]:loc[g+1]], ' ') >= 0 {
+							spaced++
+						}
+					}
+				}
+			}
+		})
+	}
+	if tested < 10 {
+		t.Fatalf("%d formats have a value that may hold spaces", tested)
 	}
 }

@@ -41,8 +41,17 @@ type Scanner struct {
 	pieces []piece
 	esc    logformat.Escape
 	ncap   int
-	// regex reads the lines the scanner leaves undecided.
+	// regex reads the lines the scanner leaves undecided, of a format without a value
+	// of words.
 	regex Matcher
+	// head reads a line up to the end of the first word of the format's value of words
+	// (logformat.Piece.Words), nil for a format without one: the pieces before it, which
+	// have no choice (logformat's wordsAfterFixed), and it. words is its piece, lead the
+	// byte the value after its then starts with, 0 when that is not one byte (an Apache
+	// %t's '['): an end where the line has another is not read on from.
+	head  *Scanner
+	words int
+	lead  byte
 }
 
 // piece is a logformat.Piece as the scanner runs it.
@@ -85,10 +94,16 @@ func Compile(f *logformat.Format, regex Matcher) (*Scanner, error) {
 	if f.JSON() {
 		return nil, fmt.Errorf("%w: %s is read as JSON", ErrUnsupported, f.Describe())
 	}
-	s := &Scanner{esc: f.Escape, ncap: 2 * (len(f.Captures) + 1), regex: regex}
+	s := &Scanner{esc: f.Escape, ncap: 2 * (len(f.Captures) + 1), regex: regex, words: -1}
 	for i, p := range f.Pieces {
 		if err := check(f.Pieces, i); err != nil {
 			return nil, fmt.Errorf("%w: %s: %s", ErrUnsupported, f.Describe(), err)
+		}
+		if p.Words {
+			if p.Group == 0 || s.words >= 0 {
+				return nil, fmt.Errorf("%w: %s: a value of words not captured, or two", ErrUnsupported, f.Describe())
+			}
+			s.words = len(s.pieces)
 		}
 		sp := piece{kind: p.Kind, lit: []byte(p.Lit), group: p.Group, optional: p.Optional, capture: 2 * p.Group, spaces: p.Spaces, fewest: p.Fewest}
 		if p.Kind == logformat.PieceUntil || p.Kind == logformat.PieceUntilEscaped {
@@ -108,6 +123,12 @@ func Compile(f *logformat.Format, regex Matcher) (*Scanner, error) {
 			continue
 		}
 		s.pieces = append(s.pieces, sp)
+	}
+	if w := s.words; w >= 0 {
+		s.head = &Scanner{pieces: s.pieces[: w+1 : w+1], esc: s.esc, ncap: s.ncap, words: -1}
+		if next := s.pieces[w+1:]; s.pieces[w].then != nil && len(next) > 0 && next[0].kind == logformat.PieceBracketed {
+			s.lead = '['
+		}
 	}
 	return s, nil
 }
@@ -197,8 +218,8 @@ type result uint8
 const (
 	noMatch result = iota
 	matched
-	// undecided: the line did not fit the upstream lists (or values joined by ", ") read
-	// whole, and one of them could have ended earlier.
+	// undecided: the line was read maxItems times from a value's next ends, and fitted
+	// with none of them.
 	undecided
 )
 
@@ -209,13 +230,67 @@ func (s *Scanner) Match(line []byte, caps []int) bool {
 	if len(caps) < s.ncap {
 		panic(fmt.Sprintf("formatscan: caps has %d ints, the format needs %d", len(caps), s.ncap))
 	}
-	switch s.scan(line, caps) {
-	case matched:
+	res := s.scanFrom(line, caps, 0, 0, nil)
+	if res == matched {
 		return true
-	case noMatch:
+	}
+	return s.misfit(line, caps, res)
+}
+
+// misfit decides a line that did not fit with the value of words, if the format has one,
+// read as one word: the scan reads it on with the value's next ends. A line read maxItems
+// times to no end (undecided) is handed to the regex where the format has no such
+// value; where it has one, the line does not fit: its user name or path, which a client
+// writes, could make the regex read it a thousand times slower than the scan.
+func (s *Scanner) misfit(line []byte, caps []int, res result) bool {
+	if s.head == nil {
+		return res == undecided && s.regex.Match(line, caps)
+	}
+	if res == undecided {
 		return false
 	}
-	return s.regex.Match(line, caps)
+	tries := maxItems
+	return s.moreWords(line, caps, &tries) == matched
+}
+
+// moreWords reads a line that did not fit with the value of words' first word with
+// more of its words, the fewest the rest of the line fits with (the regex's
+// `(?:[^ ]* )*?[^ ]*`): it ends at each next space after which the line has the text
+// after the value (and lead), and the rest of the line is read from there; before a
+// part the line may leave out, it may run to the end of the line. Each read takes one of
+// tries, shared with the choices of the rest: undecided when none is left.
+//
+// So a line costs at most 2*maxItems+2 reads of it, each linear in its length: the
+// scan's (maxItems for its lists and values joined by ", ", one more), head's, and
+// maxItems here; and the spaces are looked for once, each compared with the text after
+// the value. A line of 64 KiB crafted to fail every end, a user name of " [x" repeated,
+// takes maxItems+3 reads where the regex took 39 ms.
+func (s *Scanner) moreWords(line []byte, caps []int, tries *int) result {
+	sp := &s.pieces[s.words]
+	// The slot of the value's end shows whether head reached the value: the line may
+	// stop fitting before it, and caps may hold another line's.
+	caps[sp.capture+1] = -1
+	s.head.scanFrom(line, caps, 0, 0, nil)
+	start, end := caps[sp.capture], caps[sp.capture+1]
+	if end < 0 {
+		return noMatch
+	}
+	for end < len(line) {
+		if j := bytes.IndexByte(line[end+1:], ' '); j >= 0 {
+			end += 1 + j
+		} else if sp.then == nil {
+			end = len(line)
+		} else {
+			return noMatch
+		}
+		if after := end + len(sp.then); sp.then != nil && (!hasPrefix(line[end:], sp.then) || s.lead != 0 && (after == len(line) || line[after] != s.lead)) {
+			continue
+		}
+		if res := s.rest(line, caps, s.words, start, end, tries); res != noMatch {
+			return res
+		}
+	}
+	return noMatch
 }
 
 // Regex returns the matcher the scanner hands undecided lines to.
@@ -229,13 +304,10 @@ func (s *Scanner) WithRegex(regex Matcher) *Scanner {
 	return &t
 }
 
-// scan reads line along the pieces, taking at each choice the way the regex prefers.
-func (s *Scanner) scan(line []byte, caps []int) result { return s.scanFrom(line, caps, 0, 0, nil) }
-
-// scanFrom reads line from byte p along the pieces from piece from on; tries is what is
-// left of the reads of the rest of the line fewestItems may make (nil: none made yet).
+// scanFrom reads line from byte p along the pieces from piece from on, taking at each
+// choice the way the regex prefers; tries is what is left of the reads of the rest of the
+// line its choices may make (nil: none made yet).
 func (s *Scanner) scanFrom(line []byte, caps []int, from, p int, tries *int) result {
-	fail := noMatch
 	pieces := s.pieces[from:]
 	for i := range pieces {
 		sp := &pieces[i]
@@ -262,7 +334,7 @@ func (s *Scanner) scanFrom(line []byte, caps []int, from, p int, tries *int) res
 			}
 			if j < 0 {
 				if sp.then != nil {
-					return fail // the text after the value starts with its stop (check)
+					return noMatch // the text after the value starts with its stop (check)
 				}
 				p = len(line)
 			} else {
@@ -274,10 +346,10 @@ func (s *Scanner) scanFrom(line []byte, caps []int, from, p int, tries *int) res
 				// A short one is compared as a word.
 				if sp.thenShort && p+8 <= len(line) {
 					if binary.LittleEndian.Uint64(line[p:p+8:p+8])&sp.thenMask != sp.thenWord {
-						return fail
+						return noMatch
 					}
 				} else if !hasPrefix(line[p:], sp.then) {
-					return fail
+					return noMatch
 				}
 				p += len(sp.then)
 			}
@@ -296,7 +368,7 @@ func (s *Scanner) scanFrom(line []byte, caps []int, from, p int, tries *int) res
 		switch sp.kind {
 		case logformat.PieceLiteral:
 			if !hasPrefix(line[p:], sp.lit) {
-				return fail
+				return noMatch
 			}
 			p += len(sp.lit)
 		case logformat.PieceUntil:
@@ -304,28 +376,27 @@ func (s *Scanner) scanFrom(line []byte, caps []int, from, p int, tries *int) res
 			p = until(line, p, sp.lit)
 		case logformat.PieceUntilEscaped:
 			if p = s.untilEscaped(line, p, sp.stop); p < 0 {
-				return fail
+				return noMatch
 			}
 		case logformat.PieceRest:
 			if bytes.IndexByte(line[p:], '\n') >= 0 {
-				return fail // `.` does not take a newline, and the line must end here
+				return noMatch // `.` does not take a newline, and the line must end here
 			}
 			p = len(line)
 		case logformat.PieceList:
 			var colon bool
-			p, colon = list(line, p)
-			if colon {
-				fail = undecided
+			if p, colon = list(line, p); colon {
+				return s.mostItems(line, caps, from+i, start, p, tries)
 			}
 		case logformat.PieceSpaced:
 			j := bytes.IndexByte(line[p:], ' ')
 			if j < 0 {
-				return fail
+				return noMatch
 			}
 			p += j + 1
 			for range sp.spaces - 1 {
 				if j = bytes.IndexByte(line[p:], ' '); j < 0 {
-					return fail
+					return noMatch
 				}
 				p += j + 1
 			}
@@ -336,23 +407,19 @@ func (s *Scanner) scanFrom(line []byte, caps []int, from, p int, tries *int) res
 			}
 		case logformat.PieceJoined:
 			if sp.fewest {
-				if res := s.fewestItems(line, caps, from+i, p, tries); res != noMatch {
-					return res
-				}
-				return fail
+				return s.fewestItems(line, caps, from+i, p, tries)
 			}
 			var joined bool
-			p, joined = joinedEnd(line, p)
-			if joined {
-				fail = undecided
+			if p, joined = joinedEnd(line, p); joined {
+				return s.mostItems(line, caps, from+i, start, p, tries)
 			}
 		case logformat.PieceBracketed:
 			if p == len(line) || line[p] != '[' {
-				return fail
+				return noMatch
 			}
 			j := bytes.IndexByte(line[p+1:], ']')
 			if j < 0 {
-				return fail
+				return noMatch
 			}
 			p += j + 2
 		}
@@ -361,24 +428,43 @@ func (s *Scanner) scanFrom(line []byte, caps []int, from, p int, tries *int) res
 		}
 		if sp.then != nil {
 			if !hasPrefix(line[p:], sp.then) {
-				return fail
+				return noMatch
 			}
 			p += len(sp.then)
 		}
 	}
 	if p != len(line) {
-		return fail
+		return noMatch
 	}
 	caps[0], caps[1] = 0, len(line)
 	return matched
 }
 
-// maxItems is how many reads of the rest of the line fewestItems makes on a line before
-// it leaves the line to the regex: X-Forwarded-For lists a few proxies, and each try reads
-// the rest of the line again. The bound is on the line's tries, not each value's: those
-// of a value out of quotes after another are made for each of the other's, and two
-// such values would otherwise make maxItems² reads of a line crafted to fail them.
+// maxItems is how many reads of the rest of the line a scan makes from a value's next
+// ends before it leaves the line undecided: X-Forwarded-For lists a few proxies, an
+// upstream list goes past a " : " after an internal redirect, a user name or a path holds
+// a space or two, and each try reads the rest of the line again. The bound is on the
+// line's tries, not each value's: those of a value after another are made for each of
+// the other's, and two such values would otherwise make maxItems² reads of a line crafted
+// to fail them.
 const maxItems = 16
+
+// rest reads the line on from piece i's value, line[start:end], and the text after it:
+// one of the line's tries, undecided when none is left.
+func (s *Scanner) rest(line []byte, caps []int, i, start, end int, tries *int) result {
+	if *tries == 0 {
+		return undecided
+	}
+	*tries--
+	sp := &s.pieces[i]
+	if sp.group > 0 {
+		caps[2*sp.group], caps[2*sp.group+1] = start, end
+	}
+	if sp.then != nil && !hasPrefix(line[end:], sp.then) {
+		return noMatch
+	}
+	return s.scanFrom(line, caps, i+1, end+len(sp.then), tries)
+}
 
 // fewestItems reads the rest of the line from piece i, a value of items joined by ", "
 // starting at p, with the fewest items the rest fits with, as the regex's lazy
@@ -389,30 +475,46 @@ func (s *Scanner) fewestItems(line []byte, caps []int, i, p int, tries *int) res
 		left := maxItems
 		tries = &left
 	}
-	sp := &s.pieces[i]
 	start := p
 	for {
-		if *tries == 0 {
-			return undecided
-		}
-		*tries--
 		end := len(line)
 		if j := bytes.IndexByte(line[p:], ' '); j >= 0 {
 			end = p + j
 		}
-		if sp.group > 0 {
-			caps[2*sp.group], caps[2*sp.group+1] = start, end
-		}
-		if sp.then == nil || hasPrefix(line[end:], sp.then) {
-			if res := s.scanFrom(line, caps, i+1, end+len(sp.then), tries); res != noMatch {
-				return res
-			}
+		if res := s.rest(line, caps, i, start, end, tries); res != noMatch {
+			return res
 		}
 		if end == len(line) || end == p || line[end-1] != ',' {
 			return noMatch
 		}
 		p = end + 1
 	}
+}
+
+// mostItems reads the rest of the line from piece i, an upstream list that went past a
+// " : " or items joined by ", " before a value read to the end of the line, from start,
+// with the most items the rest fits with, as the regex's greedy repetition does: read
+// whole, to end, then ending at each earlier place the text after it may start at, the
+// latest first: a list's " : " (a ", " is no space), joined items' space after a comma.
+// Past maxItems tries on the line, undecided.
+func (s *Scanner) mostItems(line []byte, caps []int, i, start, end int, tries *int) result {
+	if tries == nil {
+		left := maxItems
+		tries = &left
+	}
+	for end >= 0 {
+		if res := s.rest(line, caps, i, start, end, tries); res != noMatch {
+			return res
+		}
+		if s.pieces[i].kind == logformat.PieceList {
+			end = lastColon(line, start, end)
+		} else if k := bytes.LastIndexByte(line[start:end], ' '); k >= 0 {
+			end = start + k
+		} else {
+			end = -1
+		}
+	}
+	return noMatch
 }
 
 // Word-at-a-time constants: a byte of ones, and the top bit of every byte.
@@ -511,6 +613,26 @@ func joinedEnd(line []byte, p int) (end int, joined bool) {
 			return p + j, joined
 		}
 		p, joined = p+j+1, true
+	}
+}
+
+// lastColon is where the last " : " of an upstream list read from p starts before end, an
+// end of the list; -1 if none does. Every ' ' or ',' there starts a separator.
+func lastColon(line []byte, p, end int) int {
+	last := -1
+	for {
+		for p < end && line[p] != ' ' && line[p] != ',' {
+			p++
+		}
+		if p >= end {
+			return last
+		}
+		if line[p] == ' ' {
+			last = p
+			p += len(listColon)
+		} else {
+			p += len(listComma)
+		}
 	}
 }
 
