@@ -78,9 +78,10 @@ func BenchmarkCraftedLines(b *testing.B) {
 		// The line fits with the user's last end, past the cap.
 		{"user-brackets-fit", func(n int) string { return `1.2.3.4 - a` + strings.Repeat(" [x]", n/4) + rest }},
 		{"user-words-unfit", func(n int) string { return `1.2.3.4 - a` + strings.Repeat(" b a", n/4) + strings.TrimSuffix(rest, `"`) }},
-		// A user agent of quotes, each written \" (escape=json).
+		// A user agent of backslashes, each written \\ (escape=json): the stop is at the
+		// end of the line, past every escape sequence.
 		{"agent-escapes", func(n int) string {
-			return `1.2.3.4 - -` + strings.TrimSuffix(rest, `curl/8.5.0"`) + strings.Repeat(`\"`, n/2) + `"`
+			return `1.2.3.4 - -` + strings.TrimSuffix(rest, `curl/8.5.0"`) + strings.Repeat(`\\`, n/2) + `"`
 		}},
 	}
 	for _, c := range lines {
