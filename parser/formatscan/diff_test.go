@@ -13,6 +13,7 @@ import (
 
 	"github.com/logwindow/logwindow_exporter/config/logformat"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/nginxlog"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/race"
 	"github.com/logwindow/logwindow_exporter/parser/fastmatch"
 )
 
@@ -680,5 +681,104 @@ func TestWordsDifferential(t *testing.T) {
 	}
 	if tested < 10 {
 		t.Fatalf("%d formats have a value that may hold spaces", tested)
+	}
+}
+
+// TestWordsAdversarial fills the value of words of formats that have one with what a
+// crafted user name or path holds: the format's own texts and values, escape sequences,
+// upstream lists' " : ", X-Forwarded-For's ", "; before lists, joined values and parts
+// the line may leave out; the line cut short now and then. The scanner must agree with
+// regexp, but on lines past the cap (sameAsRegexp), and read with the slots of the
+// captures an earlier line left, as the parser's are, the same as with fresh ones.
+func TestWordsAdversarial(t *testing.T) {
+	all := formats(t)
+	for _, c := range []struct {
+		text   string
+		esc    logformat.Escape
+		apache bool
+	}{
+		{`$remote_user $upstream_addr $status`, logformat.EscapeDefault, false},
+		{`$remote_user $http_x_forwarded_for $request_time`, logformat.EscapeDefault, false},
+		{`$uri $status $request_time $upstream_response_time`, logformat.EscapeDefault, false},
+		{`$remote_addr $remote_user $request_time`, logformat.EscapeNone, false},
+		{`$remote_addr - $remote_user [$time_local] "$request" $status $http_x_forwarded_for`, logformat.EscapeJSON, false},
+		{`$document_uri "$http_user_agent" $upstream_addr : $status`, logformat.EscapeEither, false},
+		{`$remote_user  $uri  $status`, logformat.EscapeDefault, false},
+		{`%h %l %u %t "%r" %>s %b %{X-Forwarded-For}i`, 0, true},
+		{`%U %{X-Forwarded-For}i %>s`, 0, true},
+	} {
+		all = append(all, format(t, c.text, c.esc, c.apache))
+	}
+	// The race detector is given a sample: the run without it reads them all.
+	n := 1500
+	if race.Enabled {
+		n = 150
+	}
+	tested := 0
+	for i, f := range all {
+		w := slices.IndexFunc(f.Pieces, func(p logformat.Piece) bool { return p.Words })
+		if w < 0 {
+			continue
+		}
+		tested++
+		t.Run(fmt.Sprintf("%d %s %s", i, f.Describe(), f.Escape), func(t *testing.T) {
+			re, s := compiled(t, f)
+			r := rand.New(rand.NewPCG(uint64(i), 4))
+			alphabet := []string{" ", "a", "-", "[", "]", `"`, `\"`, `\x22`, `\\`, `\`, " : ", ", ", ",", "10.0.0.1:80", "0.001",
+				"[01/Mar/2024:12:00:00 +0000]", `"GET / HTTP/1.1"`, "\n"}
+			for _, p := range f.Pieces {
+				if p.Kind == logformat.PieceLiteral {
+					alphabet = append(alphabet, p.Lit)
+				}
+			}
+			reused := make([]int, 2*(len(f.Captures)+1))
+			fresh := make([]int, len(reused))
+			spaced := 0
+			defer func() {
+				// The words filled in do reach the scan's search of the value's ends.
+				if !t.Failed() && spaced < n/20 {
+					t.Errorf("only %d of %d lines fit with a space in the value of words", spaced, n)
+				}
+			}()
+			for range n {
+				other := line(r, f)
+				var b []byte
+				for k, p := range f.Pieces {
+					if k != w {
+						if p.Optional && r.IntN(4) == 0 {
+							break
+						}
+						if p.Kind == logformat.PieceLiteral {
+							b = append(b, p.Lit...)
+						} else {
+							b = append(b, value(r, p, f.Captures[p.Group-1].Name, f.Escape)...)
+						}
+						continue
+					}
+					for range 1 + r.IntN(12) {
+						if r.IntN(4) == 0 {
+							from := r.IntN(len(other) + 1)
+							b = append(b, other[from:from+r.IntN(len(other)-from+1)]...)
+						} else {
+							b = append(b, alphabet[r.IntN(len(alphabet))]...)
+						}
+					}
+				}
+				if r.IntN(4) == 0 {
+					b = b[:r.IntN(len(b)+1)]
+				}
+				sameAsRegexp(t, f, s, re, nil, b)
+				okFresh := s.Match(b, fresh)
+				if g := 2 * f.Pieces[w].Group; okFresh && fresh[g] >= 0 && bytes.IndexByte(b[fresh[g]:fresh[g+1]], ' ') >= 0 {
+					spaced++
+				}
+				if okReused := s.Match(b, reused); okReused != okFresh || okFresh && !slices.Equal(reused, fresh) {
+					t.Fatalf("%s: %q: Match %v %v after another line, %v %v", f.Regex, b, okReused, reused, okFresh, fresh)
+				}
+			}
+		})
+	}
+	if tested < 15 {
+		t.Fatalf("%d formats have a value of words", tested)
 	}
 }
