@@ -480,7 +480,7 @@ func compileText(f *Format, toks []token) error {
 		return &Error{0, "the format has no variable, so there is nothing to capture"}
 	}
 	fewestItems(f.Pieces)
-	wordsAfterFixed(f.Pieces)
+	wordsAfterFixed(f)
 	f.Regex = piecesRegex(f)
 	return checkRegex(f.Regex, toks, tail)
 }
@@ -515,11 +515,14 @@ func fewestItems(pieces []Piece) {
 // holding no space reads the line as its server wrote it. So a format has one at most,
 // which formatscan reads by the value's first word and, when the line does not fit so,
 // by its next ends. A value read again, not captured (Group 0), is one word: its ends
-// have no slot of the captures to be read from.
-func wordsAfterFixed(pieces []Piece) {
-	free := false
-	for i := range pieces {
-		p := &pieces[i]
+// have no slot of the captures to be read from. A format whose regex has a choice the next
+// character does not decide (Undecided) is read by its regex, not formatscan: there the
+// value is one word, as the regex's search of every end of a crafted one would cost a
+// line the square of its length.
+func wordsAfterFixed(f *Format) {
+	free := f.Undecided() != nil
+	for i := range f.Pieces {
+		p := &f.Pieces[i]
 		switch {
 		case p.Words && p.Group == 0:
 			p.Words = false
@@ -530,6 +533,64 @@ func wordsAfterFixed(pieces []Piece) {
 			free = true
 		}
 	}
+}
+
+// Undecided says why some choice of the format's regex is not decided by the next
+// character of a line, nil when every one is: a reader of its pieces that runs each value
+// to its stop character (parser/formatscan) then cannot read its lines as the regex does.
+func (f *Format) Undecided() error {
+	for i := range f.Pieces {
+		if err := undecided(f.Pieces, i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// undecided is Undecided of piece i of pieces.
+func undecided(pieces []Piece, i int) error {
+	p := pieces[i]
+	var next *Piece
+	if i+1 < len(pieces) {
+		next = &pieces[i+1]
+	}
+	switch {
+	case p.Kind == PieceLiteral:
+		// regexp reads an invalid byte as U+FFFD, which a literal U+FFFD then matches.
+		if strings.ContainsRune(p.Lit, utf8.RuneError) {
+			return errors.New("its text holds U+FFFD")
+		}
+		return nil
+	case p.Kind == PieceBracketed:
+		return nil // it ends at its own ']', whatever follows
+	case p.Kind == PieceStrftime:
+		// A space in it may be the padding of a number or the format's own: which,
+		// only the characters after it tell.
+		return errors.New("a time of a strftime format pads a number with a space")
+	case p.Kind == PieceRest && next != nil:
+		return errors.New("text follows a value read to the end of the line")
+	case next != nil && next.Kind != PieceLiteral:
+		// A value stopping where the next value starts (Apache's %U%q): the regex may
+		// give it back part of its text.
+		return errors.New("a value follows another with no text between them")
+	case next != nil && !strings.HasPrefix(next.Lit, string(stopOf(p))):
+		return errors.New("a value's stop character does not start the text after it")
+	case p.Stop == utf8.RuneError:
+		return errors.New("a value stops at U+FFFD")
+	case p.Kind == PieceUntilEscaped && p.Stop == '\\':
+		// The backslash may end the value or start an escape: which, only what follows
+		// tells.
+		return errors.New("an escaped value stops at a backslash")
+	}
+	return nil
+}
+
+// stopOf is the character the value piece p stops at.
+func stopOf(p Piece) rune {
+	if p.Kind == PieceUntil || p.Kind == PieceUntilEscaped {
+		return p.Stop
+	}
+	return ' '
 }
 
 // MisfitRegex is the regex a line that fits no Regex is explained by (how far it fits, and

@@ -378,6 +378,10 @@ func TestWords(t *testing.T) {
 		{"the first of two", `$remote_user $uri $status`, false, []string{"remote_user"}},
 		{"after X-Forwarded-For", `%{X-Forwarded-For}i %l %u %t "%r" %>s %b`, true, nil},
 		{"read again", `$remote_addr $status $remote_user $remote_user $request_time`, false, []string{"remote_user"}},
+		// Formats read by their regex (Undecided), which would search every end of a user.
+		{"before a value after a value", `%h %l %u %t "%m %U%q %H" %>s %b`, true, nil},
+		{"before a time padded with a space", `%h %l %u %t "%r" %>s %b %{%e/%b/%Y}t`, true, nil},
+		{"before an escaped value stopping at a backslash", `$remote_addr $remote_user $http_x\$status`, false, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var f *Format

@@ -24,7 +24,6 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/logwindow/logwindow_exporter/config/logformat"
@@ -99,10 +98,10 @@ func Compile(f *logformat.Format, regex Matcher) (*Scanner, error) {
 		return nil, fmt.Errorf("%w: %s is read as JSON", ErrUnsupported, f.Describe())
 	}
 	s := &Scanner{esc: f.Escape, ncap: 2 * (len(f.Captures) + 1), regex: regex, words: -1}
-	for i, p := range f.Pieces {
-		if err := check(f.Pieces, i); err != nil {
-			return nil, fmt.Errorf("%w: %s: %s", ErrUnsupported, f.Describe(), err)
-		}
+	if err := f.Undecided(); err != nil {
+		return nil, fmt.Errorf("%w: %s: %s", ErrUnsupported, f.Describe(), err)
+	}
+	for _, p := range f.Pieces {
 		if p.Words {
 			if p.Group == 0 || s.words >= 0 {
 				return nil, fmt.Errorf("%w: %s: a value of words not captured, or two", ErrUnsupported, f.Describe())
@@ -167,53 +166,6 @@ func (sp *piece) setThen(then []byte) {
 		sp.thenWord |= uint64(c) << (8 * i)
 		sp.thenMask |= 0xff << (8 * i)
 	}
-}
-
-// check says why the scanner cannot read piece i of pieces as the regex does, nil when
-// it can.
-func check(pieces []logformat.Piece, i int) error {
-	p := pieces[i]
-	var next *logformat.Piece
-	if i+1 < len(pieces) {
-		next = &pieces[i+1]
-	}
-	switch {
-	case p.Kind == logformat.PieceLiteral:
-		// regexp reads an invalid byte as U+FFFD, which a literal U+FFFD then matches.
-		if strings.ContainsRune(p.Lit, utf8.RuneError) {
-			return errors.New("its text holds U+FFFD")
-		}
-		return nil
-	case p.Kind == logformat.PieceBracketed:
-		return nil // it ends at its own ']', whatever follows
-	case p.Kind == logformat.PieceStrftime:
-		// A space in it may be the padding of a number or the format's own: which,
-		// only the characters after it tell.
-		return errors.New("a time of a strftime format pads a number with a space")
-	case p.Kind == logformat.PieceRest && next != nil:
-		return errors.New("text follows a value read to the end of the line")
-	case next != nil && next.Kind != logformat.PieceLiteral:
-		// A value stopping where the next value starts (Apache's %U%q): the regex may
-		// give it back part of its text.
-		return errors.New("a value follows another with no text between them")
-	case next != nil && !strings.HasPrefix(next.Lit, string(stopOf(p))):
-		return errors.New("a value's stop character does not start the text after it")
-	case p.Stop == utf8.RuneError:
-		return errors.New("a value stops at U+FFFD")
-	case p.Kind == logformat.PieceUntilEscaped && p.Stop == '\\':
-		// The backslash may end the value or start an escape: which, only what follows
-		// tells.
-		return errors.New("an escaped value stops at a backslash")
-	}
-	return nil
-}
-
-// stopOf is the character the value piece p stops at.
-func stopOf(p logformat.Piece) rune {
-	if p.Kind == logformat.PieceUntil || p.Kind == logformat.PieceUntilEscaped {
-		return p.Stop
-	}
-	return ' '
 }
 
 // result is what a scan tells of a line.
@@ -288,8 +240,8 @@ func (s *Scanner) moreWords(line []byte, caps []int, tries *int) result {
 				end = len(line)
 			}
 		default:
-			// The text after the value starts with a space (check): the next end is
-			// where it is found.
+			// The text after the value starts with a space (Format.Undecided): the
+			// next end is where it is found.
 			j := bytes.Index(line[end+1:], sp.then)
 			if j < 0 {
 				return noMatch
@@ -347,7 +299,7 @@ func (s *Scanner) scanFrom(line []byte, caps []int, from, p int, tries *int) res
 			}
 			if j < 0 {
 				if sp.then != nil {
-					return noMatch // the text after the value starts with its stop (check)
+					return noMatch // the text after the value starts with its stop (Undecided)
 				}
 				p = len(line)
 			} else {
@@ -355,8 +307,8 @@ func (s *Scanner) scanFrom(line []byte, caps []int, from, p int, tries *int) res
 			}
 			caps[sp.capture], caps[sp.capture+1] = start, p
 			if sp.then != nil {
-				// The text after the value starts with its stop (check), found at p.
-				// A short one is compared as a word.
+				// The text after the value starts with its stop (Format.Undecided),
+				// found at p. A short one is compared as a word.
 				if sp.thenShort && p+8 <= len(line) {
 					if binary.LittleEndian.Uint64(line[p:p+8:p+8])&sp.thenMask != sp.thenWord {
 						return noMatch
