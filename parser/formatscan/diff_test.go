@@ -133,7 +133,7 @@ var customFormats = []struct {
 func compiled(t *testing.T, f *logformat.Format) (*regexp.Regexp, *Scanner) {
 	t.Helper()
 	re := regexp.MustCompile(f.Regex)
-	s, err := Compile(f, regexpMatcher{re})
+	s, err := Compile(f, regexpMatcher{regexp.MustCompile(f.MisfitRegex())})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,14 +271,19 @@ func (s *Scanner) scan(line []byte, caps []int) result {
 }
 
 // scanWith is scan reading the line up to tries times from a value's next ends, in the
-// scan and then in moreWords each; used is the most either read it.
+// scan and then in moreWords each; used is the most either read it. A line of a format
+// with a value of words the scan leaves undecided is the regex's, as Match's, before
+// moreWords.
 func (s *Scanner) scanWith(line []byte, caps []int, tries int) (res result, used int) {
 	left := tries
 	res = s.scanFrom(line, caps, 0, 0, &left)
-	if res != noMatch || s.head == nil {
-		return res, tries - left
-	}
 	used = tries - left
+	if res == matched || s.head == nil {
+		return res, used
+	}
+	if res == undecided && s.regex.Match(line, caps) {
+		return matched, used
+	}
 	left = tries
 	res = s.moreWords(line, caps, &left)
 	return res, max(used, tries-left)
@@ -793,4 +798,23 @@ func TestWordsAdversarial(t *testing.T) {
 	if tested < 15 {
 		t.Fatalf("%d formats have a value of words", tested)
 	}
+}
+
+// TestWordsUndecidedToRegex: a line of a format with a value of words whose upstream list
+// the scan leaves undecided past maxItems, reading that value as one word, is the
+// regex's, which reads it as one word too, as regexp would first: it fits, as it did
+// before values of words; its value is not read past its first word.
+func TestWordsUndecidedToRegex(t *testing.T) {
+	f := format(t, `$remote_user $upstream_addr $http_x;$http_y`, logformat.EscapeDefault, false)
+	re, s := compiled(t, f)
+	line := []byte("u p : q;r" + strings.Repeat(" : p", 20))
+	caps := make([]int, 2*(len(f.Captures)+1))
+	left := maxItems
+	if res := s.scanFrom(line, caps, 0, 0, &left); res != undecided {
+		t.Fatalf("the scan of the user's first word: %v, want undecided", res)
+	}
+	if !s.Match(line, caps) || !slices.Equal(caps, re.FindSubmatchIndex(line)) {
+		t.Fatalf("Match %v, regexp %v", caps, re.FindSubmatchIndex(line))
+	}
+	sameAsRegexp(t, f, s, re, nil, line)
 }

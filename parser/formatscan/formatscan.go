@@ -14,8 +14,9 @@
 // could end at more than one place (an upstream list at a " : " that the text after it
 // also starts with, values joined by ", ", a value of words, logformat.Piece.Words), are
 // read by reading the rest of the line from each end in the regex's order, up to maxItems
-// times a line; past that, a line is handed to the regex matcher given to Compile, or,
-// of a format with a value of words, does not fit.
+// times a line; past that, a line is handed to the regex matcher given to Compile, which
+// reads a value of words as one word, and one that fits only with such a value ending
+// past maxItems of its next ends does not fit.
 package formatscan
 
 import (
@@ -44,8 +45,8 @@ type Scanner struct {
 	pieces []piece
 	esc    logformat.Escape
 	ncap   int
-	// regex reads the lines the scanner leaves undecided, of a format without a value
-	// of words.
+	// regex reads the lines the scanner leaves undecided with the value of words, if
+	// the format has one, read as one word.
 	regex Matcher
 	// head reads a line up to the end of the first word of the format's value of words
 	// (logformat.Piece.Words), nil for a format without one: the pieces before it, which
@@ -91,8 +92,9 @@ type piece struct {
 }
 
 // Compile builds the scanner of text format f, which hands the lines it cannot decide to
-// regex (a matcher of f.Regex); an error wrapping ErrUnsupported when some choice of the
-// regex is not decided by the next character (see the package comment).
+// regex (a matcher of f.MisfitRegex: f.Regex with a value of words read as one word); an
+// error wrapping ErrUnsupported when some choice of the regex is not decided by the next
+// character (see the package comment).
 func Compile(f *logformat.Format, regex Matcher) (*Scanner, error) {
 	if f.JSON() {
 		return nil, fmt.Errorf("%w: %s is read as JSON", ErrUnsupported, f.Describe())
@@ -194,15 +196,16 @@ func (s *Scanner) Match(line []byte, caps []int) bool {
 }
 
 // misfit decides a line that did not fit with the value of words, if the format has one,
-// read as one word: the scan reads it on with the value's next ends. A line read maxItems
-// times to no end (undecided) is handed to the regex where the format has no such
-// value; where it has one, the line does not fit: its user name or path, which a client
-// writes, could make the regex read it a thousand times slower than the scan.
+// read as one word: a line read maxItems times to no end (undecided) is handed to the
+// regex, which reads that value as one word too (logformat.Format.MisfitRegex); then the
+// scan reads the line on with the value's next ends, up to maxItems more times, past
+// which the line does not fit: the regex's reading of those, the fewest words the line
+// fits with, would cost a crafted user name or path the square of its length.
 func (s *Scanner) misfit(line []byte, caps []int, res result) bool {
-	if s.head == nil {
-		return res == undecided && s.regex.Match(line, caps)
+	if res == undecided && s.regex.Match(line, caps) {
+		return true
 	}
-	if res == undecided {
+	if s.head == nil {
 		return false
 	}
 	tries := maxItems
@@ -218,7 +221,8 @@ func (s *Scanner) misfit(line []byte, caps []int, res result) bool {
 //
 // So a line costs at most 2*maxItems+2 reads of it, each linear in its length: the
 // scan's (maxItems for its lists and values joined by ", ", one more), head's, and
-// maxItems here; and the text after the value is looked for once over the line. A line
+// maxItems here; and the text after the value is looked for once over the line; and,
+// where the scan left it undecided, the regex's, with the value of one word. A line
 // of 64 KiB crafted to fail every end, a user name of " [x" repeated, takes some 25 µs,
 // where the regex takes 23 ms (BenchmarkCraftedLines).
 func (s *Scanner) moreWords(line []byte, caps []int, tries *int) result {

@@ -37,7 +37,7 @@ func FuzzScanner(f *testing.F) {
 			return // regexp's time on formats of hundreds of variables would stall the fuzzer
 		}
 		re := regexp.MustCompile(fm.Regex)
-		s, err := Compile(fm, regexpMatcher{re})
+		s, err := Compile(fm, regexpMatcher{regexp.MustCompile(fm.MisfitRegex())})
 		if errors.Is(err, ErrUnsupported) {
 			return
 		}
