@@ -337,8 +337,8 @@ func TestDifferential(t *testing.T) {
 	if race.Enabled {
 		// The scan is one goroutine's, and .ci/run reads every line without the race
 		// detector, under which regexp's reading of the lines, of a value of words the
-		// most, takes the most of the time: it is given a fifth.
-		generated, logged = 300, 200
+		// most, takes the most of the time: it is given a tenth.
+		generated, logged = 150, 100
 	}
 	logLines := nginxlog.Lines(t, logged, 7)
 	// Lines that fit with a target in absolute form in them (a request's, mostly).
@@ -624,10 +624,10 @@ func TestWordsCap(t *testing.T) {
 // a crafted user name or path holds it); the scanner, regexp and fastmatch must agree, but
 // on lines past the cap (see sameAsRegexp).
 func TestWordsDifferential(t *testing.T) {
-	// The race detector is given a fifth, as TestDifferential's.
+	// The race detector is given a tenth, as TestDifferential's.
 	n := 1000
 	if race.Enabled {
-		n = 200
+		n = 100
 	}
 	tested := 0
 	// Paths decoded out of quotes (nginx's $uri, Apache's %U), which no preset has; and a
@@ -726,10 +726,10 @@ func TestWordsAdversarial(t *testing.T) {
 	} {
 		all = append(all, format(t, c.text, c.esc, c.apache))
 	}
-	// The race detector is given a fifth, as TestDifferential's.
+	// The race detector is given a tenth, as TestDifferential's.
 	n := 1500
 	if race.Enabled {
-		n = 300
+		n = 150
 	}
 	tested := 0
 	for i, f := range all {
