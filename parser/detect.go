@@ -53,8 +53,24 @@ func newGroup(cr *config.Rule, eng engine) group {
 	if cr.Regexp == nil {
 		return group{fields: &fieldsGroup{format: cr.Format}}
 	}
-	return group{m: compile(cr.Regexp, eng, cr.LogFormat), prog: sync.OnceValue(func() *regexProgram { return program(cr.Regexp) }),
+	return group{m: compile(cr.Regexp, eng, cr.LogFormat), prog: sync.OnceValue(func() *regexProgram { return misfitProgram(cr) }),
 		format: cr.LogFormat, derived: cr.Derived}
+}
+
+// misfitProgram is the program a line cr's regex does not match is explained by: its log
+// format's MisfitRegex, else the regex. A line the regex does match, as it may one whose
+// value of words the scan tries too many ends of, is told by the regex.
+func misfitProgram(cr *config.Rule) *regexProgram {
+	f := cr.LogFormat
+	if f == nil || f.MisfitRegex() == f.Regex {
+		return program(cr.Regexp)
+	}
+	rp := program(regexp.MustCompile(f.MisfitRegex()))
+	if rp != nil {
+		k := slices.IndexFunc(f.Pieces, func(p logformat.Piece) bool { return p.Words })
+		rp.words, rp.wordsName = cr.Regexp, f.Captures[f.Pieces[k].Group-1].Name
+	}
+	return rp
 }
 
 // fitGroups adds a group without rules for each candidate format no rule's variant reads:

@@ -81,7 +81,8 @@ const (
 func compile(re *regexp.Regexp, eng engine, f *logformat.Format) compiled {
 	ncap := 2 * (re.NumSubexp() + 1)
 	if eng >= viaScanner && f != nil && f.Regex == re.String() {
-		regex := lazily(func() matcher { return compile(re, viaFastmatch, nil).matcher })
+		// The scanner's regex reads a value of words as one word (formatscan.Compile).
+		regex := lazily(func() matcher { return compile(regexp.MustCompile(f.MisfitRegex()), viaFastmatch, nil).matcher })
 		if s, err := formatscan.Compile(f, regex); err == nil {
 			return compiled{matcher: s, ncap: ncap}
 		}

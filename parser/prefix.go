@@ -38,6 +38,11 @@ type Prefix struct {
 	Open       string
 	Captures   []Capture
 	Truncated  bool
+	// Words names the capture of a log format's value of words (logformat.Piece.Words)
+	// when the format's regex fits the line with that value ending past the scan's tries
+	// of its ends (formatscan's maxItems): the line does not fit, and the rest of Prefix
+	// is how far it fits with the value of one word. "" for any other line.
+	Words string
 }
 
 // maxExpected bounds how many alternatives Prefix.Expected lists.
@@ -62,10 +67,13 @@ type prefixRun struct {
 }
 
 // regexProgram is a regex as longestPrefix follows it: its syntax program and the names
-// of its groups.
+// of its groups; and for a log format's regex that reads a value of words, which the
+// program reads as one word, that regex and the value's capture (Prefix.Words).
 type regexProgram struct {
-	prog  *syntax.Prog
-	names []string
+	prog      *syntax.Prog
+	names     []string
+	words     *regexp.Regexp
+	wordsName string
 }
 
 // program compiles re for longestPrefix; nil if it cannot, which a compiled regexp never
@@ -90,6 +98,9 @@ func longestPrefix(rp *regexProgram, line []byte) *Prefix {
 	}
 	prog := rp.prog
 	out := &Prefix{}
+	if rp.words != nil && rp.words.Match(line) {
+		out.Words = rp.wordsName
+	}
 	if len(line) > MaxPrefixBytes {
 		line, out.Truncated = line[:MaxPrefixBytes], true
 	}

@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -54,7 +55,9 @@ func TestFormatGroupsScan(t *testing.T) {
 
 // TestScannerRegexMadeOnUse checks that the regex behind a format's scanner is made at
 // the first line the scanner leaves undecided, not before, and then reads that line as
-// regexp does: an upstream list that ends at a " : " when read whole it does not fit.
+// regexp does: an upstream list that ends at a " : " when read whole it does not fit,
+// where the scanner reads it itself, and at the first of more " : " than its 16 reads of
+// a line (undecidedLine).
 func TestScannerRegexMadeOnUse(t *testing.T) {
 	cfg := mustParse(t, "inputs:\n  - {name: a, path: /x, log_format: '$upstream_addr $http_x;$http_y'}\n"+
 		"rules:\n  - name: r\n    labels: {u: '${upstream_addr}', x: '${http_x}'}\n")
@@ -83,8 +86,9 @@ func TestScannerRegexMadeOnUse(t *testing.T) {
 	}{
 		{"10.0.0.1:80 a;b", 0},
 		{"10.0.0.1:80, 10.0.0.2:80 a;b", 0},
-		{"p : q;r", 1},
-		{"p : q;r", 1},
+		{"p : q;r", 0},
+		{undecidedLine, 1},
+		{undecidedLine, 1},
 	} {
 		caps := make([]int, g.m.ncap)
 		want := re.FindStringSubmatchIndex(c.line)
@@ -96,6 +100,11 @@ func TestScannerRegexMadeOnUse(t *testing.T) {
 		}
 	}
 }
+
+// undecidedLine is a line of '$upstream_addr $http_x;$http_y' the scanner leaves to the
+// regex: its list fits ending at its first " : " alone, which the scanner comes to after
+// reading the line from 20 later ends, past its 16 reads.
+var undecidedLine = "p : q;r" + strings.Repeat(" : p", 20)
 
 // TestLazily checks that a lazy matcher is built at its first Match and only once, from
 // however many goroutines.
@@ -131,7 +140,7 @@ func TestLazily(t *testing.T) {
 func TestScannerRegexFirstUseConcurrent(t *testing.T) {
 	cfg := mustParse(t, "inputs:\n  - {name: a, path: /x, log_format: '$upstream_addr $http_x;$http_y'}\n"+
 		"rules:\n  - name: r\n    labels: {u: '${upstream_addr}', x: '${http_x}'}\n")
-	lines := []string{"p : q;r", "10.0.0.1:80, 10.0.0.2:80 a;b", "p : q", "p : q;r;s"}
+	lines := []string{undecidedLine, "10.0.0.1:80, 10.0.0.2:80 a;b", "p : q", "p : q;r;s"}
 	warm, err := New(cfg.Rules)
 	if err != nil {
 		t.Fatal(err)
@@ -191,7 +200,7 @@ func TestScannerRegexRecordsOnlyRead(t *testing.T) {
 	g := p.groups[0]
 	re := cfg.Rules[0].Regexp
 	unread := re.SubexpIndex("http_y")
-	line := "p : q;r" // undecided: TestScannerRegexMadeOnUse
+	line := undecidedLine
 	want := re.FindStringSubmatchIndex(line)
 	for _, c := range []struct {
 		name string

@@ -153,6 +153,10 @@ type Piece struct {
 	// Fewest: a Joined value takes the fewest of its items the rest of the line fits
 	// with, not the most (see fewestItems).
 	Fewest bool
+	// Words: an Until value stopping at a space may hold spaces itself, the value being
+	// words joined by single spaces, the fewest the rest of the line fits with
+	// (`(?:[^ ]* )*?[^ ]*`): a line whose value has none reads as it would without.
+	Words bool
 }
 
 // PieceKind is what a piece of a text format reads.
@@ -396,6 +400,11 @@ type variable struct {
 	lead rune
 	// dashZero: the value "-" is a zero (Capture.DashZero).
 	dashZero bool
+	// words: the value may hold spaces out of quotes, which its server does not escape,
+	// where any client writes it: the user name of an Authorization header, sent to any
+	// server (nginx's $remote_user, Apache's %u), a request's path decoded (a %20 in it:
+	// nginx's $uri and $document_uri, Apache's %U).
+	words bool
 }
 
 // checkText refuses a format the regex it compiles to could not hold.
@@ -471,6 +480,7 @@ func compileText(f *Format, toks []token) error {
 		return &Error{0, "the format has no variable, so there is nothing to capture"}
 	}
 	fewestItems(f.Pieces)
+	wordsAfterFixed(f)
 	f.Regex = piecesRegex(f)
 	return checkRegex(f.Regex, toks, tail)
 }
@@ -496,6 +506,108 @@ func fewestItems(pieces []Piece) {
 			pieces[i].Fewest = !rest
 		}
 	}
+}
+
+// wordsAfterFixed keeps the spaces of a value that may hold them (Words) to one that no
+// value before it could end elsewhere: under the regex's leftmost-first semantics the
+// earlier value's choice comes first, and X-Forwarded-For out of quotes before Apache's %u
+// (`%{X-Forwarded-For}i %l %u %t`) would give the user its last address, where the user
+// holding no space reads the line as its server wrote it. So a format has one at most,
+// which formatscan reads by the value's first word and, when the line does not fit so,
+// by its next ends. A value read again, not captured (Group 0), is one word: its ends
+// have no slot of the captures to be read from. A format whose regex has a choice the next
+// character does not decide (Undecided) is read by its regex, not formatscan: there the
+// value is one word, as the regex's search of every end of a crafted one would cost a
+// line the square of its length.
+func wordsAfterFixed(f *Format) {
+	free := f.Undecided() != nil
+	for i := range f.Pieces {
+		p := &f.Pieces[i]
+		switch {
+		case p.Words && p.Group == 0:
+			p.Words = false
+		case p.Words:
+			p.Words = !free
+			free = true
+		case p.Kind == PieceJoined || p.Kind == PieceList || p.Kind == PieceStrftime || p.Kind == PieceRest:
+			free = true
+		}
+	}
+}
+
+// Undecided says why some choice of the format's regex is not decided by the next
+// character of a line, nil when every one is: a reader of its pieces that runs each value
+// to its stop character (parser/formatscan) then cannot read its lines as the regex does.
+func (f *Format) Undecided() error {
+	for i := range f.Pieces {
+		if err := undecided(f.Pieces, i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// undecided is Undecided of piece i of pieces.
+func undecided(pieces []Piece, i int) error {
+	p := pieces[i]
+	var next *Piece
+	if i+1 < len(pieces) {
+		next = &pieces[i+1]
+	}
+	switch {
+	case p.Kind == PieceLiteral:
+		// regexp reads an invalid byte as U+FFFD, which a literal U+FFFD then matches.
+		if strings.ContainsRune(p.Lit, utf8.RuneError) {
+			return errors.New("its text holds U+FFFD")
+		}
+		return nil
+	case p.Kind == PieceBracketed:
+		return nil // it ends at its own ']', whatever follows
+	case p.Kind == PieceStrftime:
+		// A space in it may be the padding of a number or the format's own: which,
+		// only the characters after it tell.
+		return errors.New("a time of a strftime format pads a number with a space")
+	case p.Kind == PieceRest && next != nil:
+		return errors.New("text follows a value read to the end of the line")
+	case next != nil && next.Kind != PieceLiteral:
+		// A value stopping where the next value starts (Apache's %U%q): the regex may
+		// give it back part of its text.
+		return errors.New("a value follows another with no text between them")
+	case next != nil && !strings.HasPrefix(next.Lit, string(stopOf(p))):
+		return errors.New("a value's stop character does not start the text after it")
+	case p.Stop == utf8.RuneError:
+		return errors.New("a value stops at U+FFFD")
+	case p.Kind == PieceUntilEscaped && p.Stop == '\\':
+		// The backslash may end the value or start an escape: which, only what follows
+		// tells.
+		return errors.New("an escaped value stops at a backslash")
+	}
+	return nil
+}
+
+// stopOf is the character the value piece p stops at.
+func stopOf(p Piece) rune {
+	if p.Kind == PieceUntil || p.Kind == PieceUntilEscaped {
+		return p.Stop
+	}
+	return ' '
+}
+
+// MisfitRegex is the regex a line that fits no Regex is explained by (how far it fits, and
+// where it stops): Regex with each value that may hold spaces (Piece.Words) read as one
+// word, as the server writes it for nearly every line. Regex itself fits farther into
+// such a value than the line's mistake, which a value of more words could reach: a line
+// without its request's quote would be said to stop in $remote_user.
+func (f *Format) MisfitRegex() string {
+	if !slices.ContainsFunc(f.Pieces, func(p Piece) bool { return p.Words }) {
+		return f.Regex
+	}
+	g := *f
+	g.Pieces = slices.Clone(f.Pieces)
+	for i := range g.Pieces {
+		g.Pieces[i].Words = false
+	}
+	return piecesRegex(&g)
 }
 
 // piecesRegex writes the regex of a text format from its pieces: each optional piece
@@ -630,7 +742,7 @@ func valuePiece(v *variable, next string, esc Escape) Piece {
 	if _, ok := escapeRegex[esc]; ok && v.escaped && strings.ContainsRune(escapeChars[esc], stop) {
 		return Piece{Kind: PieceUntilEscaped, Stop: stop}
 	}
-	return Piece{Kind: PieceUntil, Stop: stop}
+	return Piece{Kind: PieceUntil, Stop: stop, Words: v.words && stop == ' ' && next != ""}
 }
 
 // valueRegex is the regex of a value piece in a format of escaping esc.
@@ -653,6 +765,9 @@ func (p Piece) valueRegex(esc Escape) string {
 		return p.Pattern
 	case PieceUntilEscaped:
 		return fmt.Sprintf(`[^%s\\]*(?:%s[^%[1]s\\]*)*`, classRune(p.Stop), escapeRegex[esc])
+	}
+	if p.Words {
+		return `(?:[^ ]* )*?[^ ]*`
 	}
 	return fmt.Sprintf(`[^%s]*`, classRune(p.Stop))
 }

@@ -357,3 +357,55 @@ func TestApacheNumeric(t *testing.T) {
 		}
 	}
 }
+
+// TestWords: the values a client writes with spaces out of quotes (a user name, a path
+// decoded) may hold them, the first such value of a format alone, and only where no value
+// before it could end elsewhere and it is captured; the regex of a misfit reads them as
+// one word.
+func TestWords(t *testing.T) {
+	for _, c := range []struct {
+		name, text string
+		apache     bool
+		words      []string // the captures of the values of words
+	}{
+		{"combined", NginxPresets["combined"], false, []string{"remote_user"}},
+		{"Apache common", ApachePresets["common"], true, []string{"u"}},
+		{"a path", `$remote_addr $request_method $uri $status`, false, []string{"uri"}},
+		{"a document path", `$remote_addr $document_uri $status`, false, []string{"document_uri"}},
+		{"an Apache path", `%h %m %U %>s`, true, []string{"U"}},
+		{"in quotes", `$remote_addr "$remote_user" $status`, false, nil},
+		{"at the end", `$remote_addr $remote_user`, false, nil},
+		{"the first of two", `$remote_user $uri $status`, false, []string{"remote_user"}},
+		{"after X-Forwarded-For", `%{X-Forwarded-For}i %l %u %t "%r" %>s %b`, true, nil},
+		{"read again", `$remote_addr $status $remote_user $remote_user $request_time`, false, []string{"remote_user"}},
+		// Formats read by their regex (Undecided), which would search every end of a user.
+		{"before a value after a value", `%h %l %u %t "%m %U%q %H" %>s %b`, true, nil},
+		{"before a time padded with a space", `%h %l %u %t "%r" %>s %b %{%e/%b/%Y}t`, true, nil},
+		{"before an escaped value stopping at a backslash", `$remote_addr $remote_user $http_x\$status`, false, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var f *Format
+			var err error
+			if c.apache {
+				f, err = ParseApache(c.text)
+			} else {
+				f, err = ParseNginx(c.text, EscapeDefault)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var words []string
+			for _, p := range f.Pieces {
+				if p.Words {
+					words = append(words, f.Captures[p.Group-1].Name)
+				}
+			}
+			if !slices.Equal(words, c.words) {
+				t.Fatalf("values of words %q, want %q", words, c.words)
+			}
+			if misfit := f.MisfitRegex(); (misfit != f.Regex) != (len(c.words) > 0) || strings.Contains(misfit, `(?:[^ ]* )*?`) {
+				t.Errorf("regex %s, misfit's %s", f.Regex, misfit)
+			}
+		})
+	}
+}

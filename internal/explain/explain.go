@@ -137,6 +137,11 @@ type NoMatch struct {
 	After     string    `json:"after_variable,omitempty"`
 	Captures  []Capture `json:"captures_read,omitempty"`
 	Truncated bool      `json:"truncated,omitempty"`
+	// Words is the log format's value that may hold spaces ($remote_user, $uri, %u, %U)
+	// when the line would fit with it ending past the 16 ends tried (a client's crafted
+	// user name or path), which the exporter does not read it with; Start to Found are
+	// then how far the line fits with that value of one word.
+	Words string `json:"words_past_tries,omitempty"`
 	// SameAs names an earlier rule of the line with the same regex, hence the same
 	// explanation: text and HTML show it once.
 	SameAs string `json:"same_as,omitempty"`
@@ -310,6 +315,9 @@ func noMatch(cr *config.Rule, res *parser.RuleResult, line []byte) *NoMatch {
 	m.Captures = captures(p.Captures)
 	if f != nil {
 		m.LogFormat = f.Describe()
+		if p.Words != "" {
+			m.Words = f.Var(p.Words)
+		}
 		switch {
 		case m.Inside != "":
 			m.In = f.Var(m.Inside)

@@ -242,6 +242,49 @@ rules:
 	}
 }
 
+// TestWordsPastTries: a line that would fit its log format with a user name ending past
+// the 16 ends the scan tries does not fit, and is told so, not only where the user of one
+// word stops fitting; a line that does not fit with any user is told as before.
+func TestWordsPastTries(t *testing.T) {
+	x := newExplainer(t, `
+inputs: [{name: web, path: /a, log_format: combined}]
+rules:
+  - {name: requests}
+`)
+	const rest = ` [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 1 "-" "-"`
+	for _, c := range []struct {
+		name, line, words string
+	}{
+		{"past the tries", `10.0.0.1 - a` + strings.Repeat(" [x]", 17) + rest, "$remote_user"},
+		{"within them", `10.0.0.1 - a` + strings.Repeat(" [x]", 16) + rest, ""},
+		{"no user fits", `10.0.0.1 - a` + strings.Repeat(" [x]", 17) + strings.TrimSuffix(rest, `"`), ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			l := x.Explain("web", []byte(c.line), false)
+			if c.name == "within them" {
+				if l.Unmatched {
+					t.Fatalf("unmatched: %+v", l.Rules[0].Miss)
+				}
+				return
+			}
+			if !l.Unmatched || l.Rules[0].Miss == nil {
+				t.Fatalf("%+v", l)
+			}
+			if m := l.Rules[0].Miss; m.Words != c.words || m.In == "" && m.After == "" {
+				t.Fatalf("words %q, in %q, after %q; want words %q and where the user of one word stops", m.Words, m.In, m.After, c.words)
+			}
+			var b bytes.Buffer
+			if err := Write(&b, "text", []Line{l}); err != nil {
+				t.Fatal(err)
+			}
+			said := strings.Contains(b.String(), "ending at a later space than the 16 tried") && strings.Contains(l.Stopped(), "$remote_user ending at a later space")
+			if said != (c.words != "") {
+				t.Errorf("past the tries said %v, want %v:\n%s\n%s", said, c.words != "", b.String(), l.Stopped())
+			}
+		})
+	}
+}
+
 // TestCandidatesMisfit: a rule reading candidate formats is told in the terms of the one
 // the line is read by (it does not apply there, lacking a capture), or, when the line
 // fits none, of the one it fits the farthest; the one-shots' summary says the same.

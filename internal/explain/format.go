@@ -233,6 +233,9 @@ func writeMisfitAt(b *strings.Builder, m *NoMatch) {
 		fmt.Fprintf(b, "      it fits bytes %d-%d: %s\n", m.Start, m.End, m.Read)
 	}
 	fmt.Fprintf(b, "      then at byte %d, %s, it expects %s, but the line has %s\n", m.End, misfitWhere(m), strings.Join(m.Expected, " or "), found(m))
+	if m.Words != "" {
+		fmt.Fprintf(b, "      (%s)\n", pastTries(m))
+	}
 	if m.Truncated {
 		b.WriteString("      (only the line's first 64 KiB were followed)\n")
 	}

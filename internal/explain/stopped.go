@@ -37,6 +37,8 @@ func (l *Line) Stopped() string {
 		case r.Miss != nil && r.Miss.Candidates != nil:
 			return fmt.Sprintf("the line fits none of the log formats %s; %s, which it fits the farthest, at byte %d, %s, expects %s, but the line has %s",
 				strings.Join(r.Miss.Candidates, ", "), r.Miss.LogFormat, r.Miss.End, misfitWhere(r.Miss), expected(r.Miss), found(r.Miss))
+		case r.Miss != nil && r.Miss.Words != "":
+			return pastTries(r.Miss)
 		case r.Miss != nil && r.Miss.LogFormat != "":
 			return fmt.Sprintf("at byte %d, %s, the log format expects %s, but the line has %s", r.Miss.End, misfitWhere(r.Miss), expected(r.Miss), found(r.Miss))
 		case r.Miss != nil && miss == nil:
@@ -67,6 +69,11 @@ func misfitWhere(m *NoMatch) string {
 		return "in the text after " + m.After
 	}
 	return "at the start of the format"
+}
+
+// pastTries says why a line that would fit with its value of words ending later does not.
+func pastTries(m *NoMatch) string {
+	return fmt.Sprintf("the line would fit the log format with %s ending at a later space than the 16 tried, which only a client's crafted value needs; it is not read so", m.Words)
 }
 
 func expected(m *NoMatch) string {

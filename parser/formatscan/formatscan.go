@@ -2,16 +2,21 @@
 // pieces (logformat.Piece) instead of running the regex it compiles to: each value runs up
 // to the next occurrence of the character that ends it, found with bytes.IndexByte, and
 // the literal text between values is compared in place. The captures are those the
-// format's regex gives under regexp's leftmost-first semantics, on every line.
+// format's regex gives under regexp's leftmost-first semantics, on every line but those
+// of a value of words past maxItems reads (see below).
 //
 // That holds because every choice the regex has on a line of the usual formats is decided
 // by the next character: a value stops at its stop character, which it cannot hold and
 // the text after it starts with; an escape sequence starts at a backslash the value would
 // otherwise not take; an optional part at the end starts with a space where the line's end
 // is the only other way on. Where that is not so the scanner is not built (Compile fails)
-// and the caller keeps its regex; and the one choice left open on some lines, where an
-// upstream list ends at a " : " that the text after it also starts with, is handed to the
-// regex matcher given to Compile when the line does not fit the list read whole.
+// and the caller keeps its regex. The choices left open on some lines, where a value
+// could end at more than one place (an upstream list at a " : " that the text after it
+// also starts with, values joined by ", ", a value of words, logformat.Piece.Words), are
+// read by reading the rest of the line from each end in the regex's order, up to maxItems
+// times a line; past that, a line is handed to the regex matcher given to Compile, which
+// reads a value of words as one word, and one that fits only with such a value ending
+// past maxItems of its next ends does not fit.
 package formatscan
 
 import (
@@ -20,7 +25,6 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/logwindow/logwindow_exporter/config/logformat"
@@ -41,8 +45,17 @@ type Scanner struct {
 	pieces []piece
 	esc    logformat.Escape
 	ncap   int
-	// regex reads the lines the scanner leaves undecided.
+	// regex reads the lines the scanner leaves undecided with the value of words, if
+	// the format has one, read as one word.
 	regex Matcher
+	// head reads a line up to the end of the first word of the format's value of words
+	// (logformat.Piece.Words), nil for a format without one: the pieces before it, which
+	// have no choice (logformat's wordsAfterFixed), and it. words is its piece, lead the
+	// byte the value after its then starts with, 0 when that is not one byte (an Apache
+	// %t's '['): an end where the line has another is not read on from.
+	head  *Scanner
+	words int
+	lead  byte
 }
 
 // piece is a logformat.Piece as the scanner runs it.
@@ -79,16 +92,23 @@ type piece struct {
 }
 
 // Compile builds the scanner of text format f, which hands the lines it cannot decide to
-// regex (a matcher of f.Regex); an error wrapping ErrUnsupported when some choice of the
-// regex is not decided by the next character (see the package comment).
+// regex (a matcher of f.MisfitRegex: f.Regex with a value of words read as one word); an
+// error wrapping ErrUnsupported when some choice of the regex is not decided by the next
+// character (see the package comment).
 func Compile(f *logformat.Format, regex Matcher) (*Scanner, error) {
 	if f.JSON() {
 		return nil, fmt.Errorf("%w: %s is read as JSON", ErrUnsupported, f.Describe())
 	}
-	s := &Scanner{esc: f.Escape, ncap: 2 * (len(f.Captures) + 1), regex: regex}
-	for i, p := range f.Pieces {
-		if err := check(f.Pieces, i); err != nil {
-			return nil, fmt.Errorf("%w: %s: %s", ErrUnsupported, f.Describe(), err)
+	s := &Scanner{esc: f.Escape, ncap: 2 * (len(f.Captures) + 1), regex: regex, words: -1}
+	if err := f.Undecided(); err != nil {
+		return nil, fmt.Errorf("%w: %s: %s", ErrUnsupported, f.Describe(), err)
+	}
+	for _, p := range f.Pieces {
+		if p.Words {
+			if p.Group == 0 || s.words >= 0 {
+				return nil, fmt.Errorf("%w: %s: a value of words not captured, or two", ErrUnsupported, f.Describe())
+			}
+			s.words = len(s.pieces)
 		}
 		sp := piece{kind: p.Kind, lit: []byte(p.Lit), group: p.Group, optional: p.Optional, capture: 2 * p.Group, spaces: p.Spaces, fewest: p.Fewest}
 		if p.Kind == logformat.PieceUntil || p.Kind == logformat.PieceUntilEscaped {
@@ -108,6 +128,12 @@ func Compile(f *logformat.Format, regex Matcher) (*Scanner, error) {
 			continue
 		}
 		s.pieces = append(s.pieces, sp)
+	}
+	if w := s.words; w >= 0 {
+		s.head = &Scanner{pieces: s.pieces[: w+1 : w+1], esc: s.esc, ncap: s.ncap, words: -1}
+		if next := s.pieces[w+1:]; s.pieces[w].then != nil && len(next) > 0 && next[0].kind == logformat.PieceBracketed {
+			s.lead = '['
+		}
 	}
 	return s, nil
 }
@@ -144,61 +170,14 @@ func (sp *piece) setThen(then []byte) {
 	}
 }
 
-// check says why the scanner cannot read piece i of pieces as the regex does, nil when
-// it can.
-func check(pieces []logformat.Piece, i int) error {
-	p := pieces[i]
-	var next *logformat.Piece
-	if i+1 < len(pieces) {
-		next = &pieces[i+1]
-	}
-	switch {
-	case p.Kind == logformat.PieceLiteral:
-		// regexp reads an invalid byte as U+FFFD, which a literal U+FFFD then matches.
-		if strings.ContainsRune(p.Lit, utf8.RuneError) {
-			return errors.New("its text holds U+FFFD")
-		}
-		return nil
-	case p.Kind == logformat.PieceBracketed:
-		return nil // it ends at its own ']', whatever follows
-	case p.Kind == logformat.PieceStrftime:
-		// A space in it may be the padding of a number or the format's own: which,
-		// only the characters after it tell.
-		return errors.New("a time of a strftime format pads a number with a space")
-	case p.Kind == logformat.PieceRest && next != nil:
-		return errors.New("text follows a value read to the end of the line")
-	case next != nil && next.Kind != logformat.PieceLiteral:
-		// A value stopping where the next value starts (Apache's %U%q): the regex may
-		// give it back part of its text.
-		return errors.New("a value follows another with no text between them")
-	case next != nil && !strings.HasPrefix(next.Lit, string(stopOf(p))):
-		return errors.New("a value's stop character does not start the text after it")
-	case p.Stop == utf8.RuneError:
-		return errors.New("a value stops at U+FFFD")
-	case p.Kind == logformat.PieceUntilEscaped && p.Stop == '\\':
-		// The backslash may end the value or start an escape: which, only what follows
-		// tells.
-		return errors.New("an escaped value stops at a backslash")
-	}
-	return nil
-}
-
-// stopOf is the character the value piece p stops at.
-func stopOf(p logformat.Piece) rune {
-	if p.Kind == logformat.PieceUntil || p.Kind == logformat.PieceUntilEscaped {
-		return p.Stop
-	}
-	return ' '
-}
-
 // result is what a scan tells of a line.
 type result uint8
 
 const (
 	noMatch result = iota
 	matched
-	// undecided: the line did not fit the upstream lists (or values joined by ", ") read
-	// whole, and one of them could have ended earlier.
+	// undecided: the line was read maxItems times from a value's next ends, and fitted
+	// with none of them.
 	undecided
 )
 
@@ -209,13 +188,78 @@ func (s *Scanner) Match(line []byte, caps []int) bool {
 	if len(caps) < s.ncap {
 		panic(fmt.Sprintf("formatscan: caps has %d ints, the format needs %d", len(caps), s.ncap))
 	}
-	switch s.scan(line, caps) {
-	case matched:
+	res := s.scanFrom(line, caps, 0, 0, nil)
+	if res == matched {
 		return true
-	case noMatch:
+	}
+	return s.misfit(line, caps, res)
+}
+
+// misfit decides a line that did not fit with the value of words, if the format has one,
+// read as one word: a line read maxItems times to no end (undecided) is handed to the
+// regex, which reads that value as one word too (logformat.Format.MisfitRegex); then the
+// scan reads the line on with the value's next ends, up to maxItems more times, past
+// which the line does not fit: the regex's reading of those, the fewest words the line
+// fits with, would cost a crafted user name or path the square of its length.
+func (s *Scanner) misfit(line []byte, caps []int, res result) bool {
+	if res == undecided && s.regex.Match(line, caps) {
+		return true
+	}
+	if s.head == nil {
 		return false
 	}
-	return s.regex.Match(line, caps)
+	tries := maxItems
+	return s.moreWords(line, caps, &tries) == matched
+}
+
+// moreWords reads a line that did not fit with the value of words' first word with
+// more of its words, the fewest the rest of the line fits with (the regex's
+// `(?:[^ ]* )*?[^ ]*`): it ends at each next space after which the line has the text
+// after the value (and lead), and the rest of the line is read from there; before a
+// part the line may leave out, it may run to the end of the line. Each read takes one of
+// tries, shared with the choices of the rest: undecided when none is left.
+//
+// So a line costs at most 2*maxItems+2 reads of it, each linear in its length: the
+// scan's (maxItems for its lists and values joined by ", ", one more), head's, and
+// maxItems here; and the text after the value is looked for once over the line; and,
+// where the scan left it undecided, the regex's, with the value of one word. A line
+// of 64 KiB crafted to fail every end, a user name of " [x" repeated, takes some 25 µs,
+// where the regex takes 23 ms (BenchmarkCraftedLines).
+func (s *Scanner) moreWords(line []byte, caps []int, tries *int) result {
+	sp := &s.pieces[s.words]
+	// The slot of the value's end shows whether head reached the value: the line may
+	// stop fitting before it, and caps may hold another line's.
+	caps[sp.capture+1] = -1
+	s.head.scanFrom(line, caps, 0, 0, nil)
+	start, end := caps[sp.capture], caps[sp.capture+1]
+	if end < 0 {
+		return noMatch
+	}
+	for end < len(line) {
+		switch {
+		case sp.then == nil:
+			if j := bytes.IndexByte(line[end+1:], ' '); j >= 0 {
+				end += 1 + j
+			} else {
+				end = len(line)
+			}
+		default:
+			// The text after the value starts with a space (Format.Undecided): the
+			// next end is where it is found.
+			j := bytes.Index(line[end+1:], sp.then)
+			if j < 0 {
+				return noMatch
+			}
+			end += 1 + j
+			if after := end + len(sp.then); s.lead != 0 && (after == len(line) || line[after] != s.lead) {
+				continue
+			}
+		}
+		if res := s.rest(line, caps, s.words, start, end, tries); res != noMatch {
+			return res
+		}
+	}
+	return noMatch
 }
 
 // Regex returns the matcher the scanner hands undecided lines to.
@@ -229,13 +273,10 @@ func (s *Scanner) WithRegex(regex Matcher) *Scanner {
 	return &t
 }
 
-// scan reads line along the pieces, taking at each choice the way the regex prefers.
-func (s *Scanner) scan(line []byte, caps []int) result { return s.scanFrom(line, caps, 0, 0, nil) }
-
-// scanFrom reads line from byte p along the pieces from piece from on; tries is what is
-// left of the reads of the rest of the line fewestItems may make (nil: none made yet).
+// scanFrom reads line from byte p along the pieces from piece from on, taking at each
+// choice the way the regex prefers; tries is what is left of the reads of the rest of the
+// line its choices may make (nil: none made yet).
 func (s *Scanner) scanFrom(line []byte, caps []int, from, p int, tries *int) result {
-	fail := noMatch
 	pieces := s.pieces[from:]
 	for i := range pieces {
 		sp := &pieces[i]
@@ -262,7 +303,7 @@ func (s *Scanner) scanFrom(line []byte, caps []int, from, p int, tries *int) res
 			}
 			if j < 0 {
 				if sp.then != nil {
-					return fail // the text after the value starts with its stop (check)
+					return noMatch // the text after the value starts with its stop (Undecided)
 				}
 				p = len(line)
 			} else {
@@ -270,14 +311,14 @@ func (s *Scanner) scanFrom(line []byte, caps []int, from, p int, tries *int) res
 			}
 			caps[sp.capture], caps[sp.capture+1] = start, p
 			if sp.then != nil {
-				// The text after the value starts with its stop (check), found at p.
-				// A short one is compared as a word.
+				// The text after the value starts with its stop (Format.Undecided),
+				// found at p. A short one is compared as a word.
 				if sp.thenShort && p+8 <= len(line) {
 					if binary.LittleEndian.Uint64(line[p:p+8:p+8])&sp.thenMask != sp.thenWord {
-						return fail
+						return noMatch
 					}
 				} else if !hasPrefix(line[p:], sp.then) {
-					return fail
+					return noMatch
 				}
 				p += len(sp.then)
 			}
@@ -296,7 +337,7 @@ func (s *Scanner) scanFrom(line []byte, caps []int, from, p int, tries *int) res
 		switch sp.kind {
 		case logformat.PieceLiteral:
 			if !hasPrefix(line[p:], sp.lit) {
-				return fail
+				return noMatch
 			}
 			p += len(sp.lit)
 		case logformat.PieceUntil:
@@ -304,28 +345,27 @@ func (s *Scanner) scanFrom(line []byte, caps []int, from, p int, tries *int) res
 			p = until(line, p, sp.lit)
 		case logformat.PieceUntilEscaped:
 			if p = s.untilEscaped(line, p, sp.stop); p < 0 {
-				return fail
+				return noMatch
 			}
 		case logformat.PieceRest:
 			if bytes.IndexByte(line[p:], '\n') >= 0 {
-				return fail // `.` does not take a newline, and the line must end here
+				return noMatch // `.` does not take a newline, and the line must end here
 			}
 			p = len(line)
 		case logformat.PieceList:
 			var colon bool
-			p, colon = list(line, p)
-			if colon {
-				fail = undecided
+			if p, colon = list(line, p); colon {
+				return s.mostItems(line, caps, from+i, start, p, tries)
 			}
 		case logformat.PieceSpaced:
 			j := bytes.IndexByte(line[p:], ' ')
 			if j < 0 {
-				return fail
+				return noMatch
 			}
 			p += j + 1
 			for range sp.spaces - 1 {
 				if j = bytes.IndexByte(line[p:], ' '); j < 0 {
-					return fail
+					return noMatch
 				}
 				p += j + 1
 			}
@@ -336,23 +376,19 @@ func (s *Scanner) scanFrom(line []byte, caps []int, from, p int, tries *int) res
 			}
 		case logformat.PieceJoined:
 			if sp.fewest {
-				if res := s.fewestItems(line, caps, from+i, p, tries); res != noMatch {
-					return res
-				}
-				return fail
+				return s.fewestItems(line, caps, from+i, p, tries)
 			}
 			var joined bool
-			p, joined = joinedEnd(line, p)
-			if joined {
-				fail = undecided
+			if p, joined = joinedEnd(line, p); joined {
+				return s.mostItems(line, caps, from+i, start, p, tries)
 			}
 		case logformat.PieceBracketed:
 			if p == len(line) || line[p] != '[' {
-				return fail
+				return noMatch
 			}
 			j := bytes.IndexByte(line[p+1:], ']')
 			if j < 0 {
-				return fail
+				return noMatch
 			}
 			p += j + 2
 		}
@@ -361,24 +397,43 @@ func (s *Scanner) scanFrom(line []byte, caps []int, from, p int, tries *int) res
 		}
 		if sp.then != nil {
 			if !hasPrefix(line[p:], sp.then) {
-				return fail
+				return noMatch
 			}
 			p += len(sp.then)
 		}
 	}
 	if p != len(line) {
-		return fail
+		return noMatch
 	}
 	caps[0], caps[1] = 0, len(line)
 	return matched
 }
 
-// maxItems is how many reads of the rest of the line fewestItems makes on a line before
-// it leaves the line to the regex: X-Forwarded-For lists a few proxies, and each try reads
-// the rest of the line again. The bound is on the line's tries, not each value's: those
-// of a value out of quotes after another are made for each of the other's, and two
-// such values would otherwise make maxItems² reads of a line crafted to fail them.
+// maxItems is how many reads of the rest of the line a scan makes from a value's next
+// ends before it leaves the line undecided: X-Forwarded-For lists a few proxies, an
+// upstream list goes past a " : " after an internal redirect, a user name or a path holds
+// a space or two, and each try reads the rest of the line again. The bound is on the
+// line's tries, not each value's: those of a value after another are made for each of
+// the other's, and two such values would otherwise make maxItems² reads of a line crafted
+// to fail them.
 const maxItems = 16
+
+// rest reads the line on from piece i's value, line[start:end], and the text after it:
+// one of the line's tries, undecided when none is left.
+func (s *Scanner) rest(line []byte, caps []int, i, start, end int, tries *int) result {
+	if *tries == 0 {
+		return undecided
+	}
+	*tries--
+	sp := &s.pieces[i]
+	if sp.group > 0 {
+		caps[2*sp.group], caps[2*sp.group+1] = start, end
+	}
+	if sp.then != nil && !hasPrefix(line[end:], sp.then) {
+		return noMatch
+	}
+	return s.scanFrom(line, caps, i+1, end+len(sp.then), tries)
+}
 
 // fewestItems reads the rest of the line from piece i, a value of items joined by ", "
 // starting at p, with the fewest items the rest fits with, as the regex's lazy
@@ -389,30 +444,46 @@ func (s *Scanner) fewestItems(line []byte, caps []int, i, p int, tries *int) res
 		left := maxItems
 		tries = &left
 	}
-	sp := &s.pieces[i]
 	start := p
 	for {
-		if *tries == 0 {
-			return undecided
-		}
-		*tries--
 		end := len(line)
 		if j := bytes.IndexByte(line[p:], ' '); j >= 0 {
 			end = p + j
 		}
-		if sp.group > 0 {
-			caps[2*sp.group], caps[2*sp.group+1] = start, end
-		}
-		if sp.then == nil || hasPrefix(line[end:], sp.then) {
-			if res := s.scanFrom(line, caps, i+1, end+len(sp.then), tries); res != noMatch {
-				return res
-			}
+		if res := s.rest(line, caps, i, start, end, tries); res != noMatch {
+			return res
 		}
 		if end == len(line) || end == p || line[end-1] != ',' {
 			return noMatch
 		}
 		p = end + 1
 	}
+}
+
+// mostItems reads the rest of the line from piece i, an upstream list that went past a
+// " : " or items joined by ", " before a value read to the end of the line, from start,
+// with the most items the rest fits with, as the regex's greedy repetition does: read
+// whole, to end, then ending at each earlier place the text after it may start at, the
+// latest first: a list's " : " (a ", " is no space), joined items' space after a comma.
+// Past maxItems tries on the line, undecided.
+func (s *Scanner) mostItems(line []byte, caps []int, i, start, end int, tries *int) result {
+	if tries == nil {
+		left := maxItems
+		tries = &left
+	}
+	for end >= 0 {
+		if res := s.rest(line, caps, i, start, end, tries); res != noMatch {
+			return res
+		}
+		if s.pieces[i].kind == logformat.PieceList {
+			end = lastColon(line, start, end)
+		} else if k := bytes.LastIndexByte(line[start:end], ' '); k >= 0 {
+			end = start + k
+		} else {
+			end = -1
+		}
+	}
+	return noMatch
 }
 
 // Word-at-a-time constants: a byte of ones, and the top bit of every byte.
@@ -452,11 +523,18 @@ func hasPrefix(b, prefix []byte) bool {
 // untilEscaped is the end of an escaped value starting at p: at its stop character (an
 // ASCII one, never a backslash) outside the escape sequences, which every backslash starts;
 // -1 at a backslash starting none, which the regex then cannot read past.
+//
+// The stop found is searched for again only past an escape sequence that held it (an
+// Apache `\"`): searched again after every sequence, a value of many would be read once
+// per sequence, its time the square of its length.
 func (s *Scanner) untilEscaped(line []byte, p int, stop byte) int {
+	end := -1
 	for {
-		end := len(line)
-		if j := bytes.IndexByte(line[p:], stop); j >= 0 {
-			end = p + j
+		if p > end {
+			end = len(line)
+			if j := bytes.IndexByte(line[p:], stop); j >= 0 {
+				end = p + j
+			}
 		}
 		k := bytes.IndexByte(line[p:end], '\\')
 		if k < 0 {
@@ -504,6 +582,26 @@ func joinedEnd(line []byte, p int) (end int, joined bool) {
 			return p + j, joined
 		}
 		p, joined = p+j+1, true
+	}
+}
+
+// lastColon is where the last " : " of an upstream list read from p starts before end, an
+// end of the list; -1 if none does. Every ' ' or ',' there starts a separator.
+func lastColon(line []byte, p, end int) int {
+	last := -1
+	for {
+		for p < end && line[p] != ' ' && line[p] != ',' {
+			p++
+		}
+		if p >= end {
+			return last
+		}
+		if line[p] == ' ' {
+			last = p
+			p += len(listColon)
+		} else {
+			p += len(listComma)
+		}
 	}
 }
 
