@@ -85,6 +85,9 @@ type tracked struct {
 	// nulsText is where the last look at them found text after NULs at the offset
 	// (pastZeros), 0 for none.
 	nulsText int64
+	// inHole: the last read ended in NUL bytes that open a line (lineReader.overHole),
+	// passed over as a hole that may go on past the read (skipHole).
+	inHole bool
 
 	done atomic.Int64 // offset up to which lines were handed on or skipped
 
@@ -150,6 +153,7 @@ func (t *tracked) restart() {
 	t.skipping, t.lead = false, false
 	t.tailN, t.headN = 0, 0
 	t.encodingKnown = false
+	t.inHole = false
 	t.holdZeros(0, 0)
 	t.done.Store(0)
 }
@@ -309,6 +313,7 @@ func (t *tracked) atHole() bool {
 // (zeros), as space preallocated may be filled in from where they begin. stop says to
 // give up.
 func (t *tracked) skipHole(size int64, stop *atomic.Bool) {
+	t.inHole = false
 	switch off := textAfter(t.f, t.off, size, stop); {
 	case off >= size && !stop.Load():
 		t.holdZeros(t.off, off)
@@ -317,22 +322,27 @@ func (t *tracked) skipHole(size int64, stop *atomic.Bool) {
 	}
 }
 
-// textAfter is where the NUL bytes at off in file end, up to size (skipHole).
+// textAfter is where the NUL bytes at off in file end, up to size (skipHole). The file
+// system is asked where data begins (SEEK_DATA) at each block of them read, and they are
+// read block by block: the block where they begin may hold the text before them, as data,
+// the hole of gigabytes after it none.
 func textAfter(file *os.File, off, size int64, stop *atomic.Bool) int64 {
-	switch data, err := file.Seek(off, unix.SEEK_DATA); {
-	case err == nil && data > off:
-		off = data
-	case errors.Is(err, syscall.ENXIO):
-		// Nothing but the hole so far, as far as the file goes now: truncated since size
-		// was looked at (copytruncate), it holds less, and what is written to it next is
-		// read from its start.
-		if end, err := file.Seek(0, io.SeekEnd); err == nil {
-			off = max(off, min(size, end))
-		}
-	}
 	var buf [4096]byte
 	for off < size && !stop.Load() {
-		n, err := file.ReadAt(buf[:min(int64(len(buf)), size-off)], off)
+		switch data, err := file.Seek(off, unix.SEEK_DATA); {
+		case err == nil && data > off:
+			off = min(data, size)
+			continue
+		case errors.Is(err, syscall.ENXIO):
+			// Nothing but the hole so far, as far as the file goes now: truncated since size
+			// was looked at (copytruncate), it holds less, and what is written to it next is
+			// read from its start.
+			if end, err := file.Seek(0, io.SeekEnd); err == nil {
+				off = max(off, min(size, end))
+			}
+			return off
+		}
+		n, err := file.ReadAt(buf[:min(int64(len(buf))-off%int64(len(buf)), size-off)], off)
 		i := leadingNULs(buf[:n])
 		off += int64(i)
 		if i < n || err != nil {
@@ -448,6 +458,15 @@ func (r *lineReader) pass(t *tracked, path string, budget int64) (read int64, at
 	start, end := 0, copy(buf, t.partial)
 	defer func() { t.partial = append(t.partial[:0], buf[start:end]...) }()
 	for read < budget {
+		if t.inHole {
+			fi, err := t.f.Stat()
+			if err != nil {
+				return read, false, err
+			}
+			if t.skipHole(fi.Size(), r.stop); t.zeros > t.off {
+				return read, true, nil
+			}
+		}
 		var n int
 		var err error
 		if r.recheck && read > 0 {
@@ -562,7 +581,9 @@ func (r *lineReader) scan(t *tracked, path string, start, end int) (int, int) {
 		start += len(byteOrderMark)
 	}
 	if r.block != nil && !t.skipping {
-		if i := bytes.LastIndexByte(buf[start:end], '\n'); i >= 0 {
+		// Lines that hold NULs are handed on one by one, for a hole to be told from text
+		// at each line's start (overHole): the block's taker sees only lines.
+		if i := bytes.LastIndexByte(buf[start:end], '\n'); i >= 0 && bytes.IndexByte(buf[start:start+i], 0) < 0 {
 			if r.block(path, buf[start:start+i+1]) {
 				start += i + 1
 			}
@@ -572,6 +593,12 @@ func (r *lineReader) scan(t *tracked, path string, start, end int) (int, int) {
 	// lines are, an atomic write spared per line: it is read for a cut only while the
 	// hold is not held (Positions).
 	for {
+		// One compare a line: a hole opens at a line's start, after the last line its
+		// writer wrote before it (a copytruncate under a writer at its own offset, a
+		// preallocation); NULs within a line are its text.
+		if start < end && buf[start] == 0 && !t.skipping {
+			start = t.overHole(buf, start, end)
+		}
 		i := bytes.IndexByte(buf[start:end], '\n')
 		if i < 0 {
 			break
@@ -594,6 +621,22 @@ func (r *lineReader) scan(t *tracked, path string, start, end int) (int, int) {
 		return 0, 0
 	}
 	return start, end
+}
+
+// overHole passes over the NUL bytes that open the line at buf[start:end], read from t,
+// when they are a hole: minZeros of them or more. A follower present when the hole was
+// made held them back at the file's end and read on from the text after them
+// (pastZeros): no line, nor bytes lost; read after the text was written, in the same
+// read or a later one, they count the same. It returns where the line starts. NULs up to
+// the read's end are passed over too, fewer than minZeros kept for the next read to tell,
+// and the next read starts after the rest of them (t.inHole).
+func (t *tracked) overHole(buf []byte, start, end int) int {
+	k := leadingNULs(buf[start:end])
+	if k < minZeros {
+		return start
+	}
+	t.inHole = start+k == end
+	return start + k
 }
 
 // next returns the buffer to read into after a read whose lines were handed on
