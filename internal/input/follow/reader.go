@@ -592,24 +592,29 @@ func (r *lineReader) scan(t *tracked, path string, start, end int) (int, int) {
 	// The position after the lines handed on (a block's too) is stored once the read's
 	// lines are, an atomic write spared per line: it is read for a cut only while the
 	// hold is not held (Positions).
+	rest := buf[start:end]
 	for {
-		// One compare a line: a hole opens at a line's start, after the last line its
-		// writer wrote before it (a copytruncate under a writer at its own offset, a
-		// preallocation); NULs within a line are its text.
-		if start < end && buf[start] == 0 && !t.skipping {
-			start = t.overHole(buf, start, end)
-		}
-		i := bytes.IndexByte(buf[start:end], '\n')
+		i := bytes.IndexByte(rest, '\n')
 		if i < 0 {
 			break
 		}
-		line, at := buf[start:start+i], t.off-int64(end-start)
-		start += i + 1
+		line, at := rest[:i], t.off-int64(len(rest))
+		rest = rest[i+1:]
+		// One compare a line: a hole opens at a line's start, after the last line its
+		// writer wrote before it (a copytruncate under a writer at its own offset, a
+		// preallocation); NULs within a line are its text.
+		if i > 0 && line[0] == 0 {
+			line, at = t.afterHole(line, at)
+		}
 		r.line(t, path, line, at)
 		if r.stopped() {
-			t.done.Store(t.off - int64(end-start))
-			return start, end
+			t.done.Store(t.off - int64(len(rest)))
+			return end - len(rest), end
 		}
+	}
+	start = end - len(rest)
+	if start < end && buf[start] == 0 && !t.skipping {
+		start = t.overHole(buf, start, end)
 	}
 	t.done.Store(t.off - int64(end-start))
 	if !t.skipping && end-start > r.max && !atMark {
@@ -623,19 +628,35 @@ func (r *lineReader) scan(t *tracked, path string, start, end int) (int, int) {
 	return start, end
 }
 
-// overHole passes over the NUL bytes that open the line at buf[start:end], read from t,
-// when they are a hole: minZeros of them or more. A follower present when the hole was
-// made held them back at the file's end and read on from the text after them
-// (pastZeros): no line, nor bytes lost; read after the text was written, in the same
-// read or a later one, they count the same. It returns where the line starts. NULs up to
-// the read's end are passed over too, fewer than minZeros kept for the next read to tell,
-// and the next read starts after the rest of them (t.inHole).
-func (t *tracked) overHole(buf []byte, start, end int) int {
-	k := leadingNULs(buf[start:end])
-	if k < minZeros {
-		return start
+// holeLen is how many NUL bytes open a line read from a file, when they are a hole:
+// minZeros of them or more, else none. A follower present when the hole was made held
+// them back at the file's end and read on from the text after them (pastZeros): no line,
+// nor bytes lost; read after the text was written they count the same.
+func holeLen(line []byte) int {
+	if k := leadingNULs(line); k >= minZeros {
+		return k
 	}
-	t.inHole = start+k == end
+	return 0
+}
+
+// afterHole is line, which opens with a NUL byte and starts at offset at of t, without
+// the NULs of a hole that open it (holeLen), and where it starts then; line itself when
+// it is the rest of a line too long.
+func (t *tracked) afterHole(line []byte, at int64) ([]byte, int64) {
+	if t.skipping {
+		return line, at
+	}
+	k := holeLen(line)
+	return line[k:], at + int64(k)
+}
+
+// overHole passes over the NUL bytes that open the incomplete line at buf[start:end] read
+// from t, when they are a hole (holeLen), and returns where the line starts. When they
+// go up to the read's end, the next read starts after the rest of them (t.inHole); fewer
+// than minZeros are kept for the next read to tell.
+func (t *tracked) overHole(buf []byte, start, end int) int {
+	k := holeLen(buf[start:end])
+	t.inHole = k > 0 && start+k == end
 	return start + k
 }
 
