@@ -582,7 +582,7 @@ func (r *lineReader) scan(t *tracked, path string, start, end int) (int, int) {
 	}
 	if r.block != nil && !t.skipping {
 		// Lines that hold NULs are handed on one by one, for a hole to be told from text
-		// at each line's start (overHole): the block's taker sees only lines.
+		// at each line's start (afterHole): the block's taker sees only lines.
 		if i := bytes.LastIndexByte(buf[start:end], '\n'); i >= 0 && bytes.IndexByte(buf[start:start+i], 0) < 0 {
 			if r.block(path, buf[start:start+i+1]) {
 				start += i + 1
