@@ -1,11 +1,15 @@
 package follow
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -224,4 +228,101 @@ func differ(got, want []string) string {
 		}
 	}
 	return fmt.Sprintf("%d lines, want %d", len(got), len(want))
+}
+
+// TestHoleReadBounded: the NULs of a sparse hole of a GiB are passed over by asking the file
+// system where its data begins, not read, when the hole opens within the block of the text
+// before it: that block is data, the hole's next block none. Bounded by the bytes the
+// process reads (rchar), not by time. Looked for from the hole's start, from within its
+// first block, from a block of it, and by a one-shot read whose read ends in that first block
+// (a pass at the hole, textAfter asked from there).
+func TestHoleReadBounded(t *testing.T) {
+	if _, err := readBytes(); err != nil {
+		t.Skip("no count of the bytes read:", err)
+	}
+	const (
+		// text is the lines before the hole, 130 of lineBytes: the second read of a
+		// one-shot (minBuffer, a line cut at its end kept) ends in the block the hole opens.
+		lineBytes = 1000
+		text      = 130 * lineBytes
+		holeLen   = 1 << 30
+		bound     = 1 << 20 // bytes read, of the GiB
+	)
+	path := filepath.Join(t.TempDir(), "sparse.log")
+	w := create(t, path)
+	line := append(bytes.Repeat([]byte("x"), lineBytes-1), '\n')
+	for range text / lineBytes {
+		if _, err := w.Write(line); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hole(t, w, holeLen, true)
+	if _, err := w.Write([]byte("after\n")); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	size := int64(text + holeLen + len("after\n"))
+	for _, c := range []struct {
+		name string
+		read func() error
+	}{
+		{"from the hole's start", textAfterFrom(f, text, size)},
+		{"from within its first block", textAfterFrom(f, text+50, size)},
+		{"from a block of it", textAfterFrom(f, text+1<<20, size)},
+		{"a one-shot", func() error {
+			var h heard
+			st, err := ReadToEnd(Options{Path: path}, h.handle)
+			if err == nil && (st.LinesRead != text/lineBytes+1 || st.TooLong != 0 || h.lines[len(h.lines)-1] != "after") {
+				err = fmt.Errorf("%d lines read, %d too long, the last %.20q", st.LinesRead, st.TooLong, h.lines[len(h.lines)-1])
+			}
+			return err
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			before, err := readBytes()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.read(); err != nil {
+				t.Fatal(err)
+			}
+			after, err := readBytes()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if after-before > bound {
+				t.Errorf("%d bytes read, want at most %d", after-before, bound)
+			}
+		})
+	}
+}
+
+// textAfterFrom asks textAfter where the NULs from off in f end, and says so unless at the
+// text after them, size-len("after\n").
+func textAfterFrom(f *os.File, off, size int64) func() error {
+	return func() error {
+		if got, want := textAfter(f, off, size, new(atomic.Bool)), size-int64(len("after\n")); got != want {
+			return fmt.Errorf("textAfter from %d: %d, want %d", off, got, want)
+		}
+		return nil
+	}
+}
+
+// readBytes is how many bytes the process has read by read and pread (Linux's rchar):
+// the count goes up only with what is read, whatever the load.
+func readBytes() (uint64, error) {
+	b, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		return 0, err
+	}
+	for l := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(l, "rchar: "); ok {
+			return strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+		}
+	}
+	return 0, errors.New("no rchar")
 }
