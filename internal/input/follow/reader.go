@@ -582,7 +582,7 @@ func (r *lineReader) scan(t *tracked, path string, start, end int) (int, int) {
 	}
 	if r.block != nil && !t.skipping {
 		// Lines that hold NULs are handed on one by one, for a hole to be told from text
-		// at each line's start (afterHole): the block's taker sees only lines.
+		// at each line's start (holeLen): the block's taker sees only lines.
 		if i := bytes.LastIndexByte(buf[start:end], '\n'); i >= 0 && bytes.IndexByte(buf[start:start+i], 0) < 0 {
 			if r.block(path, buf[start:start+i+1]) {
 				start += i + 1
@@ -602,9 +602,11 @@ func (r *lineReader) scan(t *tracked, path string, start, end int) (int, int) {
 		rest = rest[i+1:]
 		// One compare a line: a hole opens at a line's start, after the last line its
 		// writer wrote before it (a copytruncate under a writer at its own offset, a
-		// preallocation); NULs within a line are its text.
+		// preallocation); NULs within a line are its text. The rest of a line too long
+		// (t.skipping) is passed over by line whatever it holds.
 		if i > 0 && line[0] == 0 {
-			line, at = t.afterHole(line, at)
+			k := holeLen(line)
+			line, at = line[k:], at+int64(k)
 		}
 		r.line(t, path, line, at)
 		if r.stopped() {
@@ -637,17 +639,6 @@ func holeLen(line []byte) int {
 		return k
 	}
 	return 0
-}
-
-// afterHole is line, which opens with a NUL byte and starts at offset at of t, without
-// the NULs of a hole that open it (holeLen), and where it starts then; line itself when
-// it is the rest of a line too long.
-func (t *tracked) afterHole(line []byte, at int64) ([]byte, int64) {
-	if t.skipping {
-		return line, at
-	}
-	k := holeLen(line)
-	return line[k:], at + int64(k)
 }
 
 // overHole passes over the NUL bytes that open the incomplete line at buf[start:end] read
