@@ -326,3 +326,59 @@ func readBytes() (uint64, error) {
 	}
 	return 0, errors.New("no rchar")
 }
+
+// TestNULsAtReadEnd: NUL bytes that open a line at a read's end, some of them read and the
+// rest of them with the next read, are a hole as they would be within one read only when
+// minZeros or more: a line that opens with fewer is read with them, its lines handed on one
+// by one or offered in blocks.
+func TestNULsAtReadEnd(t *testing.T) {
+	// first is what the first read of a one-shot holds (newLineReader).
+	first := max(DefaultMaxLineBytes+1, minBuffer)
+	for _, c := range []struct {
+		name        string
+		nuls, split int // the NULs that open the line, and of them how many the first read holds
+	}{
+		{"one, the first read's last byte", 1, 1},
+		{"three, all in the first read", 3, 3},
+		{"three, two in the first read", 3, 2},
+		{"three, none in the first read", 3, 0},
+		{"a hole of four, two in the first read", minZeros, 2},
+		{"a hole of five, three in the first read", minZeros + 1, 3},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var text []byte
+			var want []string
+			for len(text)+1000 < first-c.split-100 {
+				line := strings.Repeat("x", 999)
+				text, want = append(append(text, line...), '\n'), append(want, line)
+			}
+			filler := strings.Repeat("f", first-c.split-len(text)-1)
+			text, want = append(append(text, filler...), '\n'), append(want, filler)
+			nuls := strings.Repeat("\x00", c.nuls)
+			if c.nuls < minZeros {
+				want = append(want, nuls+"y", "z")
+			} else {
+				want = append(want, "y", "z")
+			}
+			text = append(text, nuls+"y\nz\n"...)
+			path := filepath.Join(t.TempDir(), "nuls.log")
+			if err := os.WriteFile(path, text, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			for _, block := range []bool{false, true} {
+				var h heard
+				o := Options{Path: path}
+				if block {
+					o.Block = h.block
+				}
+				st, err := ReadToEnd(o, h.handle)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(h.lines, want) || st.LinesRead+h.inBlocks != uint64(len(want)) || st.TooLong != 0 {
+					t.Errorf("blocks %t: %s; %d lines counted, %d too long", block, differ(h.lines, want), st.LinesRead+h.inBlocks, st.TooLong)
+				}
+			}
+		})
+	}
+}
