@@ -85,7 +85,7 @@ type tracked struct {
 	// nulsText is where the last look at them found text after NULs at the offset
 	// (pastZeros), 0 for none.
 	nulsText int64
-	// inHole: the last read ended in NUL bytes that open a line (lineReader.overHole),
+	// inHole: the last read ended in NUL bytes that open a line (overHole),
 	// passed over as a hole that may go on past the read (skipHole).
 	inHole bool
 
