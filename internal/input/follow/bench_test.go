@@ -42,6 +42,23 @@ func BenchmarkReadToEnd(b *testing.B) {
 	}
 }
 
+// BenchmarkReadToEndBlocks is the replay path with every read's lines taken as a block
+// (Options.Block), as the pipeline's follower offers them: what the reader does per read
+// besides the taker's own pass over the lines.
+func BenchmarkReadToEndBlocks(b *testing.B) {
+	const lines = 200_000
+	p, size := benchFile(b, lines)
+	b.SetBytes(size)
+	b.ReportAllocs()
+	for b.Loop() {
+		blocks := 0
+		s, err := ReadToEnd(Options{Path: p, Block: func(string, []byte) bool { blocks++; return true }}, func(string, []byte) {})
+		if err != nil || s.LinesRead != 0 || blocks == 0 {
+			b.Fatalf("%d lines handed on, %d blocks, %v", s.LinesRead, blocks, err)
+		}
+	}
+}
+
 // BenchmarkFollow reads an existing file from its beginning through a
 // Follower: discovery, the reader goroutine and the truncation checks on top
 // of the splitter.

@@ -85,6 +85,9 @@ type tracked struct {
 	// nulsText is where the last look at them found text after NULs at the offset
 	// (pastZeros), 0 for none.
 	nulsText int64
+	// inHole: the last read ended in NUL bytes that open a line (overHole),
+	// passed over as a hole that may go on past the read (skipHole).
+	inHole bool
 
 	done atomic.Int64 // offset up to which lines were handed on or skipped
 
@@ -150,6 +153,7 @@ func (t *tracked) restart() {
 	t.skipping, t.lead = false, false
 	t.tailN, t.headN = 0, 0
 	t.encodingKnown = false
+	t.inHole = false
 	t.holdZeros(0, 0)
 	t.done.Store(0)
 }
@@ -309,6 +313,7 @@ func (t *tracked) atHole() bool {
 // (zeros), as space preallocated may be filled in from where they begin. stop says to
 // give up.
 func (t *tracked) skipHole(size int64, stop *atomic.Bool) {
+	t.inHole = false
 	switch off := textAfter(t.f, t.off, size, stop); {
 	case off >= size && !stop.Load():
 		t.holdZeros(t.off, off)
@@ -317,22 +322,27 @@ func (t *tracked) skipHole(size int64, stop *atomic.Bool) {
 	}
 }
 
-// textAfter is where the NUL bytes at off in file end, up to size (skipHole).
+// textAfter is where the NUL bytes at off in file end, up to size (skipHole). The file
+// system is asked where data begins (SEEK_DATA) at each block of them read, and they are
+// read block by block: the block where they begin may hold the text before them, as data,
+// the hole of gigabytes after it none.
 func textAfter(file *os.File, off, size int64, stop *atomic.Bool) int64 {
-	switch data, err := file.Seek(off, unix.SEEK_DATA); {
-	case err == nil && data > off:
-		off = data
-	case errors.Is(err, syscall.ENXIO):
-		// Nothing but the hole so far, as far as the file goes now: truncated since size
-		// was looked at (copytruncate), it holds less, and what is written to it next is
-		// read from its start.
-		if end, err := file.Seek(0, io.SeekEnd); err == nil {
-			off = max(off, min(size, end))
-		}
-	}
 	var buf [4096]byte
 	for off < size && !stop.Load() {
-		n, err := file.ReadAt(buf[:min(int64(len(buf)), size-off)], off)
+		switch data, err := file.Seek(off, unix.SEEK_DATA); {
+		case err == nil && data > off:
+			off = min(data, size)
+			continue
+		case errors.Is(err, syscall.ENXIO):
+			// Nothing but the hole so far, as far as the file goes now: truncated since size
+			// was looked at (copytruncate), it holds less, and what is written to it next is
+			// read from its start.
+			if end, err := file.Seek(0, io.SeekEnd); err == nil {
+				off = max(off, min(size, end))
+			}
+			return off
+		}
+		n, err := file.ReadAt(buf[:min(int64(len(buf))-off%int64(len(buf)), size-off)], off)
 		i := leadingNULs(buf[:n])
 		off += int64(i)
 		if i < n || err != nil {
@@ -448,6 +458,15 @@ func (r *lineReader) pass(t *tracked, path string, budget int64) (read int64, at
 	start, end := 0, copy(buf, t.partial)
 	defer func() { t.partial = append(t.partial[:0], buf[start:end]...) }()
 	for read < budget {
+		if t.inHole {
+			fi, err := t.f.Stat()
+			if err != nil {
+				return read, false, err
+			}
+			if t.skipHole(fi.Size(), r.stop); t.zeros > t.off {
+				return read, true, nil
+			}
+		}
 		var n int
 		var err error
 		if r.recheck && read > 0 {
@@ -562,7 +581,9 @@ func (r *lineReader) scan(t *tracked, path string, start, end int) (int, int) {
 		start += len(byteOrderMark)
 	}
 	if r.block != nil && !t.skipping {
-		if i := bytes.LastIndexByte(buf[start:end], '\n'); i >= 0 {
+		// Lines that hold NULs are handed on one by one, for a hole to be told from text
+		// at each line's start (holeLen): the block's taker sees only lines.
+		if i := bytes.LastIndexByte(buf[start:end], '\n'); i >= 0 && bytes.IndexByte(buf[start:start+i], 0) < 0 {
 			if r.block(path, buf[start:start+i+1]) {
 				start += i + 1
 			}
@@ -571,18 +592,31 @@ func (r *lineReader) scan(t *tracked, path string, start, end int) (int, int) {
 	// The position after the lines handed on (a block's too) is stored once the read's
 	// lines are, an atomic write spared per line: it is read for a cut only while the
 	// hold is not held (Positions).
+	rest := buf[start:end]
 	for {
-		i := bytes.IndexByte(buf[start:end], '\n')
+		i := bytes.IndexByte(rest, '\n')
 		if i < 0 {
 			break
 		}
-		line, at := buf[start:start+i], t.off-int64(end-start)
-		start += i + 1
+		line, at := rest[:i], t.off-int64(len(rest))
+		rest = rest[i+1:]
+		// One compare a line: a hole opens at a line's start, after the last line its
+		// writer wrote before it (a copytruncate under a writer at its own offset, a
+		// preallocation); NULs within a line are its text. The rest of a line too long
+		// (t.skipping) is passed over by line whatever it holds.
+		if i > 0 && line[0] == 0 {
+			k := holeLen(line)
+			line, at = line[k:], at+int64(k)
+		}
 		r.line(t, path, line, at)
 		if r.stopped() {
-			t.done.Store(t.off - int64(end-start))
-			return start, end
+			t.done.Store(t.off - int64(len(rest)))
+			return end - len(rest), end
 		}
+	}
+	start = end - len(rest)
+	if start < end && buf[start] == 0 && !t.skipping {
+		start = t.overHole(buf, start, end)
 	}
 	t.done.Store(t.off - int64(end-start))
 	if !t.skipping && end-start > r.max && !atMark {
@@ -594,6 +628,27 @@ func (r *lineReader) scan(t *tracked, path string, start, end int) (int, int) {
 		return 0, 0
 	}
 	return start, end
+}
+
+// holeLen is how many NUL bytes open a line read from a file, when they are a hole:
+// minZeros of them or more, else none. A follower present when the hole was made held
+// them back at the file's end and read on from the text after them (pastZeros): no line,
+// nor bytes lost; read after the text was written they count the same.
+func holeLen(line []byte) int {
+	if k := leadingNULs(line); k >= minZeros {
+		return k
+	}
+	return 0
+}
+
+// overHole passes over the NUL bytes that open the incomplete line at buf[start:end] read
+// from t, when they are a hole (holeLen), and returns where the line starts. When they
+// go up to the read's end, the next read starts after the rest of them (t.inHole); fewer
+// than minZeros are kept for the next read to tell.
+func (t *tracked) overHole(buf []byte, start, end int) int {
+	k := holeLen(buf[start:end])
+	t.inHole = k > 0 && start+k == end
+	return start + k
 }
 
 // next returns the buffer to read into after a read whose lines were handed on
