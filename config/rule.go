@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 
@@ -767,6 +768,51 @@ const maxLabelValueBytes = 1024
 // overflowValue is the label value of a rule's overflow series (store.OverflowValue).
 const overflowValue = "__overflow__"
 
+// gives reports whether some values of the template's captures render it as v: whether
+// its literal text comes in v in its order, at v's start and end where no capture comes
+// before or after it. (A capture referred to twice is taken as two.)
+func (t Template) gives(v string) bool {
+	open := false // a capture came before: the literal next may start anywhere
+	for i, p := range t {
+		if p.Capture >= 0 {
+			open = true
+			continue
+		}
+		switch last := i == len(t)-1; {
+		case last && open:
+			return strings.HasSuffix(v, p.Literal)
+		case last:
+			return v == p.Literal
+		case open:
+			// The leftmost place leaves the most of v to the parts after it.
+			at := strings.Index(v, p.Literal)
+			if at < 0 {
+				return false
+			}
+			v = v[at+len(p.Literal):]
+		case !strings.HasPrefix(v, p.Literal):
+			return false
+		default:
+			v = v[len(p.Literal):]
+		}
+		open = false
+	}
+	return open || v == ""
+}
+
+// templateText writes t as a rule file would, for messages.
+func (r *Rule) templateText(t Template) string {
+	var b strings.Builder
+	for _, p := range t {
+		if p.Capture < 0 {
+			b.WriteString(strings.ReplaceAll(p.Literal, "$", "$$"))
+			continue
+		}
+		b.WriteString("${" + r.CaptureName(p.Capture) + "}")
+	}
+	return b.String()
+}
+
 // initial decodes `initial:`, label sets that exist from the start. Each must give every
 // label of the rule, once, and they count against the budget.
 func (rd *ruleDecoder) initial(e entry, r *Rule, limit int) {
@@ -815,6 +861,13 @@ func (rd *ruleDecoder) initial(e entry, r *Rule, limit int) {
 				valid = false
 			case len(val) > maxLabelValueBytes:
 				rd.add(le.key.Line, rd.subject, "%s: %s: the value is longer than %d bytes, the cap on a label value, so no line could ever count in it", what, le.key.Value, maxLabelValueBytes)
+				valid = false
+			case len(r.RewritesOf(le.key.Value)) == 0 && len(val) <= maxLabelValueBytes-utf8.UTFMax && !r.Labels[j].Template.gives(val):
+				// A value cut at the cap may be any prefix of what the template gives, and a
+				// rewritten one anything: only a shorter value of a label kept as it is rendered
+				// must have the template's text around its captures.
+				rd.add(le.key.Line, rd.subject, "%s: %s: %q is no value the label's template '%s' gives, so no line could ever count in it",
+					what, le.key.Value, val, r.templateText(r.Labels[j].Template))
 				valid = false
 			}
 			values[j], given[j] = val, true
