@@ -211,8 +211,9 @@ func groupList(re *regexp.Regexp) string {
 // replacement goes between every two characters ('z*' turns "ab" into "-a-b-"); a
 // capture that only a JSON object candidate gives (objectOnly); a variable of a JSON
 // template without quotes that nginx may write as no JSON value (logformat.Format.Unquoted);
-// a format string holding what nginx.conf writes around a format (pasted); and bucket
-// bounds below 0, whose buckets no value reaches.
+// a format string holding what nginx.conf writes around a format (pasted); bucket
+// bounds below 0, whose buckets no value reaches; and an initial label set whose value
+// the label's rewrites would change, written as the raw value rather than the rewritten.
 func Warnings(c *Config) []string {
 	var out []string
 	for _, p := range c.warned {

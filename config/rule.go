@@ -800,6 +800,33 @@ func (t Template) gives(v string) bool {
 	return open || v == ""
 }
 
+// maxInitialRewriteBytes bounds the text a rule's initial label sets are rewritten over
+// to find those the rewrites would change: 100,000 sets through 1,000 rewrites would
+// otherwise run a regex 10^8 times at load. Sets past it are not checked.
+const maxInitialRewriteBytes = 1 << 20
+
+// rewriteValue is v through rws as the parser rewrites a label value, while budget (the
+// bytes the regexes may still read, lowered by what they read) lasts: false when it ran
+// out. A result longer than a label value may be is cut short there, as only its
+// difference from v is wanted.
+func rewriteValue(rws []Rewrite, v string, budget *int) (string, bool) {
+	for _, rw := range rws {
+		if *budget -= len(v) + 1; *budget < 0 {
+			return "", false
+		}
+		var out []byte
+		last := 0
+		for _, m := range rw.Regexp.FindAllStringSubmatchIndex(v, -1) {
+			out = rw.Regexp.ExpandString(append(out, v[last:m[0]]...), rw.Replacement, v, m)
+			if last = m[1]; len(out) > maxLabelValueBytes {
+				return string(out), true
+			}
+		}
+		v = string(append(out, v[last:]...))
+	}
+	return v, true
+}
+
 // templateText writes t as a rule file would, for messages.
 func (r *Rule) templateText(t Template) string {
 	var b strings.Builder
@@ -829,10 +856,12 @@ func (rd *ruleDecoder) initial(e entry, r *Rule, limit int) {
 		return
 	}
 	names := make([]string, len(r.Labels))
+	rewrites := make([][]Rewrite, len(r.Labels))
 	for i, l := range r.Labels {
-		names[i] = l.Name
+		names[i], rewrites[i] = l.Name, r.RewritesOf(l.Name)
 	}
 	seen := map[string]int{}
+	rewriteBudget := maxInitialRewriteBytes
 	for i, item := range v.Content {
 		what := fmt.Sprintf("initial #%d", i+1)
 		entries, ok := rd.mapping(item, rd.subject, what)
@@ -842,6 +871,7 @@ func (rd *ruleDecoder) initial(e entry, r *Rule, limit int) {
 		line := resolve(item).Line
 		values := make([]string, len(names))
 		given := make([]bool, len(names))
+		lines := make([]int, len(names))
 		valid := true
 		for _, le := range entries {
 			j := slices.Index(names, le.key.Value)
@@ -862,7 +892,7 @@ func (rd *ruleDecoder) initial(e entry, r *Rule, limit int) {
 			case len(val) > maxLabelValueBytes:
 				rd.add(le.key.Line, rd.subject, "%s: %s: the value is longer than %d bytes, the cap on a label value, so no line could ever count in it", what, le.key.Value, maxLabelValueBytes)
 				valid = false
-			case len(r.RewritesOf(le.key.Value)) == 0 && len(val) <= maxLabelValueBytes-utf8.UTFMax && !r.Labels[j].Template.gives(val):
+			case len(rewrites[j]) == 0 && len(val) <= maxLabelValueBytes-utf8.UTFMax && !r.Labels[j].Template.gives(val):
 				// A value cut at the cap may be any prefix of what the template gives, and a
 				// rewritten one anything: only a shorter value of a label kept as it is rendered
 				// must have the template's text around its captures.
@@ -870,7 +900,7 @@ func (rd *ruleDecoder) initial(e entry, r *Rule, limit int) {
 					what, le.key.Value, val, r.templateText(r.Labels[j].Template))
 				valid = false
 			}
-			values[j], given[j] = val, true
+			values[j], given[j], lines[j] = val, true, le.key.Line
 		}
 		var missing []string
 		for j, ok := range given {
@@ -896,6 +926,16 @@ func (rd *ruleDecoder) initial(e entry, r *Rule, limit int) {
 		}
 		seen[key] = i + 1
 		r.Initial = append(r.Initial, values)
+		for j, name := range names {
+			rws := rewrites[j]
+			if len(rws) == 0 || len(values[j]) > maxLabelValueBytes-utf8.UTFMax {
+				continue // a value cut at the cap may be a prefix of anything
+			}
+			if to, ok := rewriteValue(rws, values[j], &rewriteBudget); ok && to != values[j] {
+				rd.warn(lines[j], rd.subject, "%s: %s: the label's rewrites turn %q into %q; initial label sets are written as the values are after rewriting, so no line counts in this one unless a rewrite gives %[3]q",
+					what, name, values[j], to)
+			}
+		}
 	}
 	if len(r.Initial) > limit {
 		rd.add(e.key.Line, rd.subject, "initial: %d label sets, more than max_series_per_rule (%d), which they count against", len(r.Initial), limit)
