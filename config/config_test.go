@@ -338,6 +338,8 @@ func TestBadConfigs(t *testing.T) {
 			`:10: rule "listed": aggregations: distinct is not listed here; give the rule its own distinct: key`,
 			`:13: rule "not_text": distinct: must be a single value, not a list`,
 			`:16: rule "open": distinct: "ip ${addr" opens ${ without a closing }`,
+			`:19: rule "constant": distinct: 'clients' refers to no capture: every line gives the same text, so a window counts 1 value; write what is counted, e.g. '${remote_addr}'`,
+			`:22: rule "escaped": distinct: '$${addr}' refers to no capture: every line gives the same text, so a window counts 1 value; write what is counted, e.g. '${remote_addr}'`,
 		},
 		"distinct_registers.yaml": {
 			`:5: rule "not_a_power": distinct_registers: 1000 is not a power of two; give one of 16, 32, 64, … 1024, … 16384`,
