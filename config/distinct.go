@@ -22,6 +22,14 @@ func (rd *ruleDecoder) distinct(e entry, r *Rule) {
 		rd.add(e.key.Line, rd.subject, "distinct: '%s' refers to no capture: every line gives the same text, so a window counts 1 value; write what is counted, e.g. '${remote_addr}'", text)
 		return
 	}
+	// A label keys the series: a count of its own text is 1 in every series but the
+	// overflow's, unless its rewrites make several texts one value.
+	for _, l := range r.Labels {
+		if slices.Equal(l.Template, t) && len(r.RewritesOf(l.Name)) == 0 {
+			rd.warn(e.key.Line, rd.subject, "distinct: '%s' is the template of label %s, which keys the series: each series counts 1 value, its own; count another capture, or leave the label out", text, l.Name)
+			break
+		}
+	}
 	r.Items = append(r.Items, Item{Template: t})
 	r.DistinctItem = len(r.Items)
 	r.Aggregations.Distinct = true
