@@ -440,6 +440,7 @@ func TestBadConfigs(t *testing.T) {
 			`:21: rule "no_k": top: min: "NaN" is not a number of at least 0 (the smallest window sum exported)`,
 			`:26: rule "initial_top": initial #2: path is the top label, whose values are ranked rather than kept as label sets; leave it out`,
 			`:30: rule "not_a_mapping": top: must be a mapping, not a single value`,
+			`:34: rule "constant": top: label: the template of service, 'web', refers to no capture: every line gives it the same value, so it would rank 1 value; rank a label taken from the line`,
 		},
 		// An input's log format refused is the one error: the rules reading the input are
 		// not also told that it has none.

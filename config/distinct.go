@@ -18,7 +18,7 @@ func (rd *ruleDecoder) distinct(e entry, r *Rule) {
 	if !ok {
 		return
 	}
-	if !slices.ContainsFunc(t, func(p TemplatePart) bool { return p.Capture >= 0 }) {
+	if t.constant() {
 		rd.add(e.key.Line, rd.subject, "distinct: '%s' refers to no capture: every line gives the same text, so a window counts 1 value; write what is counted, e.g. '${remote_addr}'", text)
 		return
 	}

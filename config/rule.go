@@ -827,6 +827,11 @@ func rewriteValue(rws []Rewrite, v string, budget *int) (string, bool) {
 	return v, true
 }
 
+// constant reports whether t refers to no capture: every line renders it alike.
+func (t Template) constant() bool {
+	return !slices.ContainsFunc(t, func(p TemplatePart) bool { return p.Capture >= 0 })
+}
+
 // templateText writes t as a rule file would, for messages.
 func (r *Rule) templateText(t Template) string {
 	var b strings.Builder
