@@ -239,6 +239,13 @@ func TestBadConfigs(t *testing.T) {
 			`:20: rule "d": match: capture "x" is defined twice in the regex (after pattern expansion); rename one`,
 			`:22: rule "e": match: is empty; give the regex lines must match`,
 		},
+		"where.yaml": {
+			`:4: rule "empty": where_not: s: the regex is empty (it would match every line)`,
+			`:7: rule "everything": where_not: s: '.*' matches every value, an empty one too, so the rule would count no line`,
+			`:7: rule "everything": where_not: p: '^/health|' matches every value, an empty one too, so the rule would count no line`,
+			`:10: rule "ends": where_not: s: '(?m)$' matches every value, an empty one too, so the rule would count no line`,
+			`:10: rule "ends": where_not: p: 'x*' matches every value, an empty one too, so the rule would count no line`,
+		},
 		"captures.yaml": {
 			`:4: rule "nginx_5xx": where: capture "stauts" is not in the match regex (did you mean "status"?) (have: method, path, status, took)`,
 			`:5: rule "nginx_5xx": value: capture "tok" is not in the match regex (did you mean "took"?) (have: method, path, status, took)`,

@@ -562,6 +562,11 @@ func (rd *ruleDecoder) where(e entry, key string) []Where {
 		if !ok {
 			continue
 		}
+		if key == "where_not" && matchesEvery(re) {
+			// A capture that took no part in the match is empty, and dropped too.
+			rd.add(w.key.Line, rd.subject, "%s: '%s' matches every value, an empty one too, so the rule would count no line", what, text)
+			continue
+		}
 		out = append(out, Where{CaptureName: w.key.Value, Capture: idx, Regexp: re})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].CaptureName < out[j].CaptureName })
