@@ -837,15 +837,23 @@ func (t Template) constant() bool {
 	return !slices.ContainsFunc(t, func(p TemplatePart) bool { return p.Capture >= 0 })
 }
 
-// templateText writes t as a rule file would, for messages.
-func (r *Rule) templateText(t Template) string {
+// templateText writes t as a rule file would, for messages. Its captures are named as
+// the decoder numbered them: Rule.CaptureName knows a candidate rule's names only once
+// its variants are compiled, after the checks that quote a template.
+func (rd *ruleDecoder) templateText(t Template) string {
 	var b strings.Builder
 	for _, p := range t {
 		if p.Capture < 0 {
 			b.WriteString(strings.ReplaceAll(p.Literal, "$", "$$"))
 			continue
 		}
-		b.WriteString("${" + r.CaptureName(p.Capture) + "}")
+		var name string
+		if n := len(rd.caps.names); p.Capture < n {
+			name = rd.caps.names[p.Capture]
+		} else {
+			name = rd.paths[p.Capture-n]
+		}
+		b.WriteString("${" + name + "}")
 	}
 	return b.String()
 }
@@ -907,7 +915,7 @@ func (rd *ruleDecoder) initial(e entry, r *Rule, limit int) {
 				// rewritten one anything: only a shorter value of a label kept as it is rendered
 				// must have the template's text around its captures.
 				rd.add(le.key.Line, rd.subject, "%s: %s: %q is no value the label's template '%s' gives, so no line could ever count in it",
-					what, le.key.Value, val, r.templateText(r.Labels[j].Template))
+					what, le.key.Value, val, rd.templateText(r.Labels[j].Template))
 				valid = false
 			}
 			values[j], given[j], lines[j] = val, true, le.key.Line

@@ -42,7 +42,7 @@ func (rd *ruleDecoder) top(e entry, r *Rule) {
 			valid = false
 		} else if t := r.Labels[at].Template; t.constant() {
 			rd.add(le.key.Line, rd.subject, "top: label: the template of %s, '%s', refers to no capture: every line gives it the same value, so it would rank 1 value; rank a label taken from the line",
-				name, r.templateText(t))
+				name, rd.templateText(t))
 			valid = false
 		}
 		t.Label = name
