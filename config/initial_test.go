@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -65,4 +66,23 @@ func TestInitialValuesLinesMayGive(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The rewriting of initial label sets to find those the rewrites would change is bounded
+// for the file, not per rule: rules sharing many rewrites by an alias, each with many
+// sets, loaded in seconds where they took a fraction of one. Once a rule spent the bound,
+// the sets of the rules after it are not rewritten, and not warned of.
+func TestInitialRewriteBoundedPerFile(t *testing.T) {
+	var rws, sets strings.Builder
+	for i := range 1000 {
+		fmt.Fprintf(&rws, "      - {label: p, regex: 'q%d', replacement: z}\n", i)
+	}
+	for i := range 300 { // 300 sets through 1,000 rewrites: more than maxInitialRewriteBytes
+		fmt.Fprintf(&sets, "{p: v%d}, ", i)
+	}
+	text := "global: {max_series_per_rule: 1000}\nrules:\n" +
+		"  - name: spends\n    match: '(?P<p>\\S+)'\n    labels: {p: '${p}'}\n    rewrite: &rws\n" + rws.String() +
+		"    initial: [" + strings.TrimSuffix(sets.String(), ", ") + "]\n" +
+		"  - name: after\n    match: '(?P<p>\\S+)'\n    labels: {p: '${p}'}\n    rewrite: *rws\n    initial: [{p: q7}]\n"
+	parseWarned(t, "rules.yaml", text, "")
 }

@@ -805,9 +805,11 @@ func (t Template) gives(v string) bool {
 	return open || v == ""
 }
 
-// maxInitialRewriteBytes bounds the text a rule's initial label sets are rewritten over
-// to find those the rewrites would change: 100,000 sets through 1,000 rewrites would
-// otherwise run a regex 10^8 times at load. Sets past it are not checked.
+// maxInitialRewriteBytes bounds the text the initial label sets of a file are rewritten
+// over to find those the rewrites would change: 100,000 sets through 1,000 rewrites would
+// otherwise run a regex 10^8 times at load, and a bound per rule let twenty rules sharing
+// 1,000 rewrites by an alias, 500 short sets each, take seconds to load where they took
+// a fraction of one. Sets past it are not checked.
 const maxInitialRewriteBytes = 1 << 20
 
 // rewriteValue is v through rws as the parser rewrites a label value, while budget (the
@@ -879,7 +881,6 @@ func (rd *ruleDecoder) initial(e entry, r *Rule, limit int) {
 		names[i], rewrites[i] = l.Name, r.RewritesOf(l.Name)
 	}
 	seen := map[string]int{}
-	rewriteBudget := maxInitialRewriteBytes
 	for i, item := range v.Content {
 		what := fmt.Sprintf("initial #%d", i+1)
 		entries, ok := rd.mapping(item, rd.subject, what)
@@ -949,7 +950,7 @@ func (rd *ruleDecoder) initial(e entry, r *Rule, limit int) {
 			if len(rws) == 0 || len(values[j]) > maxLabelValueBytes-utf8.UTFMax {
 				continue // a value cut at the cap may be a prefix of anything
 			}
-			if to, ok := rewriteValue(rws, values[j], &rewriteBudget); ok && to != values[j] {
+			if to, ok := rewriteValue(rws, values[j], &rd.initialRewriteBudget); ok && to != values[j] {
 				rd.warn(lines[j], rd.subject, "%s: %s: the label's rewrites turn %q into %q; initial label sets are written as the values are after rewriting, so no line counts in this one unless a rewrite gives %[3]q",
 					what, name, values[j], to)
 			}
