@@ -54,6 +54,8 @@ func TestInitialValuesLinesMayGive(t *testing.T) {
 	for _, c := range []struct{ name, keys string }{
 		{"rewritten from a template of text around a capture",
 			"    labels: {ver: 'v${a}'}\n    rewrite: [{label: ver, regex: '^v', replacement: ''}]\n    initial: [{ver: '1'}]\n"},
+		{"rewritten by rewrites that change what they give",
+			"    labels: {route: '${a}'}\n    rewrite: [{label: route, regex: '^/(.+)$', replacement: '/api/$1'}]\n    initial: [{route: /api/users}]\n"},
 		{"cut at the cap before its template's suffix",
 			"    labels: {page: '${a}.html'}\n    initial: [{page: " + capped + "}]\n"},
 		{"cut at the cap after a rewrite lengthened it",

@@ -213,7 +213,8 @@ func groupList(re *regexp.Regexp) string {
 // template without quotes that nginx may write as no JSON value (logformat.Format.Unquoted);
 // a format string holding what nginx.conf writes around a format (pasted); bucket
 // bounds below 0, whose buckets no value reaches; and an initial label set whose value
-// the label's rewrites would change, written as the raw value rather than the rewritten;
+// the label's rewrites would change (and not their own result), written as the raw value
+// rather than the rewritten;
 // a distinct: template that is a kept label's, which counts 1 value per series.
 func Warnings(c *Config) []string {
 	var out []string

@@ -950,7 +950,14 @@ func (rd *ruleDecoder) initial(e entry, r *Rule, limit int) {
 			if len(rws) == 0 || len(values[j]) > maxLabelValueBytes-utf8.UTFMax {
 				continue // a value cut at the cap may be a prefix of anything
 			}
-			if to, ok := rewriteValue(rws, values[j], &rd.initialRewriteBudget); ok && to != values[j] {
+			to, ok := rewriteValue(rws, values[j], &rd.initialRewriteBudget)
+			if !ok || to == values[j] {
+				continue
+			}
+			// Rewrites that change what they give (a prefix added: '^/(.+)$' to '/api/$1')
+			// may give a value they would change: only those that leave their result as it
+			// is tell that no line gives this one.
+			if again, ok := rewriteValue(rws, to, &rd.initialRewriteBudget); ok && again == to {
 				rd.warn(lines[j], rd.subject, "%s: %s: the label's rewrites turn %q into %q; initial label sets are written as the values are after rewriting, so no line counts in this one unless a rewrite gives %[3]q",
 					what, name, values[j], to)
 			}
