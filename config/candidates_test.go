@@ -173,6 +173,22 @@ inputs:
   - {name: web, path: /a, log_format: !ENV auto}
 rules: [{name: r}]
 `, `c.yaml:3: input "web": log_format: tag !ENV: a rule file's values are plain YAML`, ""},
+		{"an initial value its template cannot give, its captures named", `
+inputs:
+  - {name: web, path: '/var/log/pods/*/*.log', log_format: auto, path_captures: '^/var/log/pods/(?P<pod>[^/]+)/'}
+rules:
+  - name: codes
+    labels: {code: 'http_${status}', pod: 'pod/${pod}'}
+    initial: [{code: '500', pod: pod/a}]
+`, `c.yaml:7: rule "codes": initial #1: code: "500" is no value the label's template 'http_${status}' gives`, ""},
+		{"a path capture named too", `
+inputs:
+  - {name: web, path: '/var/log/pods/*/*.log', log_format: auto, path_captures: '^/var/log/pods/(?P<pod>[^/]+)/'}
+rules:
+  - name: codes
+    labels: {code: 'http_${status}', pod: 'pod/${pod}'}
+    initial: [{code: http_500, pod: a}]
+`, `c.yaml:7: rule "codes": initial #1: pod: "a" is no value the label's template 'pod/${pod}' gives`, ""},
 		{"escape with a list", `
 inputs:
   - {name: web, path: /a, log_format: auto, log_format_escape: json}

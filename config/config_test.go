@@ -239,6 +239,13 @@ func TestBadConfigs(t *testing.T) {
 			`:20: rule "d": match: capture "x" is defined twice in the regex (after pattern expansion); rename one`,
 			`:22: rule "e": match: is empty; give the regex lines must match`,
 		},
+		"where.yaml": {
+			`:4: rule "empty": where_not: s: the regex is empty (it would match every line)`,
+			`:7: rule "everything": where_not: s: '.*' matches every value, an empty one too, so the rule would count no line`,
+			`:7: rule "everything": where_not: p: '^/health|' matches every value, an empty one too, so the rule would count no line`,
+			`:10: rule "ends": where_not: s: '(?m)$' matches every value, an empty one too, so the rule would count no line`,
+			`:10: rule "ends": where_not: p: 'x*' matches every value, an empty one too, so the rule would count no line`,
+		},
 		"captures.yaml": {
 			`:4: rule "nginx_5xx": where: capture "stauts" is not in the match regex (did you mean "status"?) (have: method, path, status, took)`,
 			`:5: rule "nginx_5xx": value: capture "tok" is not in the match regex (did you mean "took"?) (have: method, path, status, took)`,
@@ -338,6 +345,8 @@ func TestBadConfigs(t *testing.T) {
 			`:10: rule "listed": aggregations: distinct is not listed here; give the rule its own distinct: key`,
 			`:13: rule "not_text": distinct: must be a single value, not a list`,
 			`:16: rule "open": distinct: "ip ${addr" opens ${ without a closing }`,
+			`:19: rule "constant": distinct: 'clients' refers to no capture: every line gives the same text, so a window counts 1 value; write what is counted, e.g. '${remote_addr}'`,
+			`:22: rule "escaped": distinct: '$${addr}' refers to no capture: every line gives the same text, so a window counts 1 value; write what is counted, e.g. '${remote_addr}'`,
 		},
 		"distinct_registers.yaml": {
 			`:5: rule "not_a_power": distinct_registers: 1000 is not a power of two; give one of 16, 32, 64, … 1024, … 16384`,
@@ -387,6 +396,10 @@ func TestBadConfigs(t *testing.T) {
 			`:13: rule "a": initial #5: every value is __overflow__, the label set of the overflow series`,
 			`:18: rule "b": initial: the rule has no labels; its one series always exists already`,
 			`:22: rule "c": initial: must be a list of label sets (- {label: value, ...}), not a mapping`,
+			`:27: rule "d": initial #1: class: "5" is no value the label's template '${s}xx' gives, so no line could ever count in it`,
+			`:28: rule "d": initial #2: code: "500" is no value the label's template 'http_${s}' gives, so no line could ever count in it`,
+			`:30: rule "d": initial #4: both: "<1|1" is no value the label's template '<${s}|${s}>' gives, so no line could ever count in it`,
+			`:34: rule "e": initial #1: service: "api" is no value the label's template 'web' gives, so no line could ever count in it`,
 		},
 		"inputs.yaml": {
 			`:4: input "web": name: another input already has this name (line 2)`,
@@ -434,6 +447,7 @@ func TestBadConfigs(t *testing.T) {
 			`:21: rule "no_k": top: min: "NaN" is not a number of at least 0 (the smallest window sum exported)`,
 			`:26: rule "initial_top": initial #2: path is the top label, whose values are ranked rather than kept as label sets; leave it out`,
 			`:30: rule "not_a_mapping": top: must be a mapping, not a single value`,
+			`:34: rule "constant": top: label: the template of service, 'web', refers to no capture: every line gives it the same value, so it would rank 1 value; rank a label taken from the line`,
 		},
 		// An input's log format refused is the one error: the rules reading the input are
 		// not also told that it has none.
@@ -553,7 +567,7 @@ var fingerprintEdits = []struct {
 	{"own windows", "Windows", "value: v", "value: v\n    windows: [1m, 5m, 1h]", false},
 	{"name", "Name", "name: r", "name: r2", false},
 	{"match", "Expanded", "(?P<v>[0-9.]+)", "(?P<v>[0-9]+)", false},
-	{"label template", "Labels", "method: '${m}'", "method: 'x${m}'", false},
+	{"label template", "Labels", "method: '${m}'", "method: '${s}${m}'", false},
 	{"label name", "Labels", "method:", "verb:", false},
 	{"where", "Where", "s: '^5'", "s: '^4'", false},
 	{"value", "ValueName", "value: v", "value: s", false},

@@ -55,3 +55,26 @@ rules:
 		})
 	}
 }
+
+// A distinct: template that is a kept label's, not rewritten, counts in each series the one
+// text that keys it: it loads with a warning naming the file, the line and the rule. A top
+// label's (ranked, not kept), a rewritten label's and another template have none.
+func TestDistinctOfLabelWarns(t *testing.T) {
+	const head = "rules:\n  - name: r\n    match: '(?P<a>\\S+) (?P<p>\\S+)'\n"
+	for _, c := range []struct {
+		name, keys, want string
+	}{
+		{"kept label", "    labels: {client: '${a}', path: '${p}'}\n    distinct: '${a}'\n",
+			`rules.yaml:5: warning: rule "r": distinct: '${a}' is the template of label client, which keys the series: each series counts 1 value, its own; count another capture, or leave the label out`},
+		{"top label", "    labels: {client: '${a}', path: '${p}'}\n    top: {label: client, k: 3}\n    distinct: '${a}'\n", ""},
+		{"rewritten label", "    labels: {client: '${a}'}\n    rewrite: [{label: client, regex: '\\.[0-9]+$', replacement: '.0'}]\n    distinct: '${a}'\n", ""},
+		{"another template", "    labels: {client: '${a}'}\n    distinct: '${a} ${p}'\n", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := parseWarned(t, "rules.yaml", head+c.keys, c.want)
+			if cfg.Rules[0].DistinctItem == 0 {
+				t.Error("the distinct count was not kept")
+			}
+		})
+	}
+}

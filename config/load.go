@@ -115,7 +115,8 @@ func tooLarge(path, size string) error {
 // Parse validates a config held in memory; file names it in messages. It is Load without
 // the file system, for tests and for callers that read the file themselves.
 func Parse(data []byte, file string) (*Config, error) {
-	d := &decoder{patterns: map[string]string{}, patternLines: map[string]int{}, badPatterns: map[string]bool{}}
+	d := &decoder{patterns: map[string]string{}, patternLines: map[string]int{}, badPatterns: map[string]bool{},
+		initialRewriteBudget: maxInitialRewriteBytes}
 	d.text = data
 	root := d.document(data)
 	if root == nil {
@@ -172,6 +173,9 @@ type decoder struct {
 	// they passed maxRegexBytes.
 	regexBytes int
 	regexSpent bool
+	// initialRewriteBudget is what is left of maxInitialRewriteBytes, the text the
+	// initial label sets may be rewritten over to find those the rewrites would change.
+	initialRewriteBudget int
 }
 
 // yamlLine splits yaml.v3's "yaml: line N: msg" errors. It is compiled on the first

@@ -211,8 +211,11 @@ func groupList(re *regexp.Regexp) string {
 // replacement goes between every two characters ('z*' turns "ab" into "-a-b-"); a
 // capture that only a JSON object candidate gives (objectOnly); a variable of a JSON
 // template without quotes that nginx may write as no JSON value (logformat.Format.Unquoted);
-// a format string holding what nginx.conf writes around a format (pasted); and bucket
-// bounds below 0, whose buckets no value reaches.
+// a format string holding what nginx.conf writes around a format (pasted); bucket
+// bounds below 0, whose buckets no value reaches; and an initial label set whose value
+// the label's rewrites would change (and not their own result), written as the raw value
+// rather than the rewritten;
+// a distinct: template that is a kept label's, which counts 1 value per series.
 func Warnings(c *Config) []string {
 	var out []string
 	for _, p := range c.warned {
@@ -255,25 +258,46 @@ func matchesEmptyAnywhere(re *regexp.Regexp) bool {
 // nullable reports whether re matches the empty text in some context: assertions (^, $,
 // \b) match empty.
 func nullable(re *syntax.Regexp) bool {
+	return nullableWhere(re, func(syntax.Op) bool { return true })
+}
+
+// nullableWhere reports whether re matches the empty text at a place where the
+// assertions holds says hold (^, $, \b, \B, by their op) do, and no others.
+func nullableWhere(re *syntax.Regexp, holds func(syntax.Op) bool) bool {
 	switch re.Op {
-	case syntax.OpEmptyMatch, syntax.OpBeginLine, syntax.OpEndLine, syntax.OpBeginText, syntax.OpEndText,
-		syntax.OpWordBoundary, syntax.OpNoWordBoundary, syntax.OpStar, syntax.OpQuest:
+	case syntax.OpBeginLine, syntax.OpEndLine, syntax.OpBeginText, syntax.OpEndText,
+		syntax.OpWordBoundary, syntax.OpNoWordBoundary:
+		return holds(re.Op)
+	case syntax.OpEmptyMatch, syntax.OpStar, syntax.OpQuest:
 		return true
 	case syntax.OpLiteral:
 		return len(re.Rune) == 0
 	case syntax.OpCapture, syntax.OpPlus:
-		return nullable(re.Sub[0])
+		return nullableWhere(re.Sub[0], holds)
 	case syntax.OpRepeat:
-		return re.Min == 0 || nullable(re.Sub[0])
+		return re.Min == 0 || nullableWhere(re.Sub[0], holds)
 	case syntax.OpConcat:
 		for _, sub := range re.Sub {
-			if !nullable(sub) {
+			if !nullableWhere(sub, holds) {
 				return false
 			}
 		}
 		return true
 	case syntax.OpAlternate:
-		return slices.ContainsFunc(re.Sub, nullable)
+		return slices.ContainsFunc(re.Sub, func(sub *syntax.Regexp) bool { return nullableWhere(sub, holds) })
 	}
 	return false // a character, a class, no match
+}
+
+// matchesEvery reports whether re, searched in a text, matches every text: it matches
+// the empty text at the start of any text (where only ^ holds for certain) or at its end
+// (where only $ does). A regex that needs a character misses the empty text.
+func matchesEvery(re *regexp.Regexp) bool {
+	tree, err := syntax.Parse(re.String(), syntax.Perl)
+	if err != nil {
+		return false
+	}
+	atStart := func(op syntax.Op) bool { return op == syntax.OpBeginText || op == syntax.OpBeginLine }
+	atEnd := func(op syntax.Op) bool { return op == syntax.OpEndText || op == syntax.OpEndLine }
+	return nullableWhere(tree, atStart) || nullableWhere(tree, atEnd)
 }

@@ -187,3 +187,48 @@ func TestRewriteWarnings(t *testing.T) {
 		})
 	}
 }
+
+// An initial label set is written as the values are after rewriting: one whose value the
+// label's rewrites would change again is warned of, naming the file, the line and the
+// rule (a line counts in it only if a rewrite gives that value, which it may, so the file
+// loads). Values the rewrites leave as they are, and labels without rewrites, have none.
+func TestInitialRewrittenWarns(t *testing.T) {
+	const head = "rules:\n  - name: r\n    match: '(?P<s>[0-9]+) (?P<p>\\S+)'\n    labels: {status: '${s}', route: '${p}'}\n" +
+		"    rewrite:\n      - {label: status, regex: '^5..$', replacement: 5xx}\n      - {label: route, regex: '/[0-9]+', replacement: '/:id'}\n"
+	for _, c := range []struct {
+		initial, want string
+	}{
+		{"{status: '500', route: /}", `rules.yaml:8: warning: rule "r": initial #1: status: the label's rewrites turn "500" into "5xx"; initial label sets are written as the values are after rewriting, so no line counts in this one unless a rewrite gives "500"`},
+		{"{status: 5xx, route: /users/42}", `rules.yaml:8: warning: rule "r": initial #1: route: the label's rewrites turn "/users/42" into "/users/:id"`},
+		{"{status: 5xx, route: '/users/:id'}", ""},
+		{"{status: '404', route: /}", ""},
+	} {
+		t.Run(c.initial, func(t *testing.T) {
+			cfg := parseWarned(t, "rules.yaml", head+"    initial: ["+c.initial+"]\n", c.want)
+			if len(cfg.Rules[0].Initial) != 1 {
+				t.Errorf("initial %q, want the label set kept", cfg.Rules[0].Initial)
+			}
+		})
+	}
+}
+
+// rewriteValue rewrites as Regexp.ReplaceAllString does, empty matches included, and stops
+// once its budget is spent.
+func TestRewriteValue(t *testing.T) {
+	for _, c := range []struct{ regex, replacement string }{
+		{`z*`, "-"}, {`\b`, "|"}, {`/[0-9]+`, "/:id"}, {`(a)(b)?`, "${2}$1"}, {`^`, "x"}, {`$`, "$$"},
+	} {
+		re := regexp.MustCompile(c.regex)
+		for _, v := range []string{"", "ab", "/users/42/orders/7", "zaz", "ü/1"} {
+			budget := 100
+			got, ok := rewriteValue([]Rewrite{{Regexp: re, Replacement: c.replacement}}, v, &budget)
+			if want := re.ReplaceAllString(v, c.replacement); !ok || got != want {
+				t.Errorf("%s → %s of %q: %q, %v; want %q", c.regex, c.replacement, v, got, ok, want)
+			}
+		}
+	}
+	budget := 5
+	if _, ok := rewriteValue([]Rewrite{{Regexp: regexp.MustCompile("x"), Replacement: "y"}}, "xxxxx", &budget); ok {
+		t.Error("a value past the budget was rewritten")
+	}
+}

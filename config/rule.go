@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 
@@ -561,6 +562,11 @@ func (rd *ruleDecoder) where(e entry, key string) []Where {
 		if !ok {
 			continue
 		}
+		if key == "where_not" && matchesEvery(re) {
+			// A capture that took no part in the match is empty, and dropped too.
+			rd.add(w.key.Line, rd.subject, "%s: '%s' matches every value, an empty one too, so the rule would count no line", what, text)
+			continue
+		}
 		out = append(out, Where{CaptureName: w.key.Value, Capture: idx, Regexp: re})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].CaptureName < out[j].CaptureName })
@@ -767,6 +773,93 @@ const maxLabelValueBytes = 1024
 // overflowValue is the label value of a rule's overflow series (store.OverflowValue).
 const overflowValue = "__overflow__"
 
+// gives reports whether some values of the template's captures render it as v: whether
+// its literal text comes in v in its order, at v's start and end where no capture comes
+// before or after it. (A capture referred to twice is taken as two.)
+func (t Template) gives(v string) bool {
+	open := false // a capture came before: the literal next may start anywhere
+	for i, p := range t {
+		if p.Capture >= 0 {
+			open = true
+			continue
+		}
+		switch last := i == len(t)-1; {
+		case last && open:
+			return strings.HasSuffix(v, p.Literal)
+		case last:
+			return v == p.Literal
+		case open:
+			// The leftmost place leaves the most of v to the parts after it.
+			at := strings.Index(v, p.Literal)
+			if at < 0 {
+				return false
+			}
+			v = v[at+len(p.Literal):]
+		case !strings.HasPrefix(v, p.Literal):
+			return false
+		default:
+			v = v[len(p.Literal):]
+		}
+		open = false
+	}
+	return open || v == ""
+}
+
+// maxInitialRewriteBytes bounds the text the initial label sets of a file are rewritten
+// over to find those the rewrites would change: 100,000 sets through 1,000 rewrites would
+// otherwise run a regex 10^8 times at load, and a bound per rule let twenty rules sharing
+// 1,000 rewrites by an alias, 500 short sets each, take seconds to load where they took
+// a fraction of one. Sets past it are not checked.
+const maxInitialRewriteBytes = 1 << 20
+
+// rewriteValue is v through rws as the parser rewrites a label value, while budget (the
+// bytes the regexes may still read, lowered by what they read) lasts: false when it ran
+// out. A result longer than a label value may be is cut short there, as only its
+// difference from v is wanted.
+func rewriteValue(rws []Rewrite, v string, budget *int) (string, bool) {
+	for _, rw := range rws {
+		if *budget -= len(v) + 1; *budget < 0 {
+			return "", false
+		}
+		var out []byte
+		last := 0
+		for _, m := range rw.Regexp.FindAllStringSubmatchIndex(v, -1) {
+			out = rw.Regexp.ExpandString(append(out, v[last:m[0]]...), rw.Replacement, v, m)
+			if last = m[1]; len(out) > maxLabelValueBytes {
+				return string(out), true
+			}
+		}
+		v = string(append(out, v[last:]...))
+	}
+	return v, true
+}
+
+// constant reports whether t refers to no capture: every line renders it alike.
+func (t Template) constant() bool {
+	return !slices.ContainsFunc(t, func(p TemplatePart) bool { return p.Capture >= 0 })
+}
+
+// templateText writes t as a rule file would, for messages. Its captures are named as
+// the decoder numbered them: Rule.CaptureName knows a candidate rule's names only once
+// its variants are compiled, after the checks that quote a template.
+func (rd *ruleDecoder) templateText(t Template) string {
+	var b strings.Builder
+	for _, p := range t {
+		if p.Capture < 0 {
+			b.WriteString(strings.ReplaceAll(p.Literal, "$", "$$"))
+			continue
+		}
+		var name string
+		if n := len(rd.caps.names); p.Capture < n {
+			name = rd.caps.names[p.Capture]
+		} else {
+			name = rd.paths[p.Capture-n]
+		}
+		b.WriteString("${" + name + "}")
+	}
+	return b.String()
+}
+
 // initial decodes `initial:`, label sets that exist from the start. Each must give every
 // label of the rule, once, and they count against the budget.
 func (rd *ruleDecoder) initial(e entry, r *Rule, limit int) {
@@ -783,8 +876,9 @@ func (rd *ruleDecoder) initial(e entry, r *Rule, limit int) {
 		return
 	}
 	names := make([]string, len(r.Labels))
+	rewrites := make([][]Rewrite, len(r.Labels))
 	for i, l := range r.Labels {
-		names[i] = l.Name
+		names[i], rewrites[i] = l.Name, r.RewritesOf(l.Name)
 	}
 	seen := map[string]int{}
 	for i, item := range v.Content {
@@ -796,6 +890,7 @@ func (rd *ruleDecoder) initial(e entry, r *Rule, limit int) {
 		line := resolve(item).Line
 		values := make([]string, len(names))
 		given := make([]bool, len(names))
+		lines := make([]int, len(names))
 		valid := true
 		for _, le := range entries {
 			j := slices.Index(names, le.key.Value)
@@ -816,8 +911,15 @@ func (rd *ruleDecoder) initial(e entry, r *Rule, limit int) {
 			case len(val) > maxLabelValueBytes:
 				rd.add(le.key.Line, rd.subject, "%s: %s: the value is longer than %d bytes, the cap on a label value, so no line could ever count in it", what, le.key.Value, maxLabelValueBytes)
 				valid = false
+			case len(rewrites[j]) == 0 && len(val) <= maxLabelValueBytes-utf8.UTFMax && !r.Labels[j].Template.gives(val):
+				// A value cut at the cap may be any prefix of what the template gives, and a
+				// rewritten one anything: only a shorter value of a label kept as it is rendered
+				// must have the template's text around its captures.
+				rd.add(le.key.Line, rd.subject, "%s: %s: %q is no value the label's template '%s' gives, so no line could ever count in it",
+					what, le.key.Value, val, rd.templateText(r.Labels[j].Template))
+				valid = false
 			}
-			values[j], given[j] = val, true
+			values[j], given[j], lines[j] = val, true, le.key.Line
 		}
 		var missing []string
 		for j, ok := range given {
@@ -843,6 +945,23 @@ func (rd *ruleDecoder) initial(e entry, r *Rule, limit int) {
 		}
 		seen[key] = i + 1
 		r.Initial = append(r.Initial, values)
+		for j, name := range names {
+			rws := rewrites[j]
+			if len(rws) == 0 || len(values[j]) > maxLabelValueBytes-utf8.UTFMax {
+				continue // a value cut at the cap may be a prefix of anything
+			}
+			to, ok := rewriteValue(rws, values[j], &rd.initialRewriteBudget)
+			if !ok || to == values[j] {
+				continue
+			}
+			// Rewrites that change what they give (a prefix added: '^/(.+)$' to '/api/$1')
+			// may give a value they would change: only those that leave their result as it
+			// is tell that no line gives this one.
+			if again, ok := rewriteValue(rws, to, &rd.initialRewriteBudget); ok && again == to {
+				rd.warn(lines[j], rd.subject, "%s: %s: the label's rewrites turn %q into %q; initial label sets are written as the values are after rewriting, so no line counts in this one unless a rewrite gives %[3]q",
+					what, name, values[j], to)
+			}
+		}
 	}
 	if len(r.Initial) > limit {
 		rd.add(e.key.Line, rd.subject, "initial: %d label sets, more than max_series_per_rule (%d), which they count against", len(r.Initial), limit)

@@ -40,6 +40,10 @@ func (rd *ruleDecoder) top(e entry, r *Rule) {
 		if at = slices.Index(names, name); at < 0 {
 			rd.add(le.key.Line, rd.subject, "top: label: %q is not a label of the rule%s (labels: %s)", name, rd.suggest(name, names), listing(names))
 			valid = false
+		} else if t := r.Labels[at].Template; t.constant() {
+			rd.add(le.key.Line, rd.subject, "top: label: the template of %s, '%s', refers to no capture: every line gives it the same value, so it would rank 1 value; rank a label taken from the line",
+				name, rd.templateText(t))
+			valid = false
 		}
 		t.Label = name
 	}
