@@ -1161,3 +1161,47 @@ func TestSessionStartupLinesBounded(t *testing.T) {
 		})
 	}
 }
+
+// A rule that reads no capture of the line (it counts every line, or labels it by its
+// path or stream alone) applies to every file, whatever format is chosen for it: among
+// candidates holding json, as auto does, too, where it counts every JSON object.
+func TestRuleOfNoLineCaptureOverCandidates(t *testing.T) {
+	for _, tc := range []struct {
+		name, formats string
+		want          []string // the rules' events, by line
+	}{
+		{"auto", "auto", []string{"lines", "lines", "lines", "lines", "lines"}},
+		{"json and a text format", "[combined, json]", []string{"lines", "lines", "lines", "lines", "lines"}},
+		{"json alone", "[json]", []string{"", "", "lines", "lines", "lines"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := mustParse(t, `
+inputs:
+  - {name: pods, path: /var/log/pods/*/*/*.log, log_format: `+tc.formats+`}
+rules:
+  - name: lines
+`)
+			p, err := New(c.Rules)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, _, rec, count := autoSession(t, p, c)
+			text := `10.0.0.1 - - [01/Dec/2026:01:50:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl/8"`
+			for i, line := range []string{text, text, `{"status":"200"}`, `{"msg":"started"}`, `{}`} {
+				file := "text"
+				if line[0] == '{' {
+					file = "json"
+				}
+				s.ParseFile(file, "pods", []byte(line), nil, rec, count.done)
+				s.CloseFile(file, "pods", rec, count.done)
+				var got []string
+				for _, e := range rec.take() {
+					got = append(got, e.Rule+e.Drop)
+				}
+				if want := slices.DeleteFunc([]string{tc.want[i]}, func(s string) bool { return s == "" }); !slices.Equal(got, want) {
+					t.Errorf("line %d %s: events %q, want %q", i+1, line, got, want)
+				}
+			}
+		})
+	}
+}
