@@ -911,7 +911,9 @@ func (in *stream) release() {
 // path would otherwise give a healthy exporter with forever empty panels. Directories
 // count as no file: the follower passes over a glob's directories without a word, so a
 // glob that stops a level short of the files (pods/* for pods/*/*.log) would read nothing
-// with nothing said. A rule file of no input at all, which --replay reads files with,
+// with nothing said; nor does a glob whose files are all symbolic links out of its root
+// (/var/log/containers/*.log, whose links lead into /var/log/pods), which the follower
+// refuses one by one. A rule file of no input at all, which --replay reads files with,
 // has its rules read no line while served: that is said too.
 func MissingInputs(cfg *config.Config) []string {
 	if len(cfg.Inputs) == 0 {
@@ -923,7 +925,11 @@ func MissingInputs(cfg *config.Config) []string {
 			continue // no file is its
 		}
 		matches, err := filepath.Glob(ci.File.Path)
-		if err == nil && slices.ContainsFunc(matches, notDir) {
+		files := slices.DeleteFunc(slices.Clone(matches), func(m string) bool { return !notDir(m) })
+		if err == nil && len(files) > 0 {
+			if w := outOfRoot(ci.Label(), ci.File.Path, files); w != "" {
+				out = append(out, w)
+			}
 			continue
 		}
 		what := "matches no file; it is followed once one appears"
@@ -933,6 +939,32 @@ func MissingInputs(cfg *config.Config) []string {
 		out = append(out, fmt.Sprintf("input %q: path %q %s, and logwindow_input_files{input=%q} is 0 until then", ci.Label(), ci.File.Path, what, ci.Label()))
 	}
 	return out
+}
+
+// outOfRoot words the warning of MissingInputs for the glob path of input label whose
+// every file (files: its matches that are not directories) the follower refuses as a
+// symbolic link out of the glob's root; "" when it reads one.
+func outOfRoot(label, path string, files []string) string {
+	if !config.IsGlob(path) {
+		return "" // a path given as it is may be a link anywhere
+	}
+	var first error
+	for _, f := range files {
+		err := follow.OutOfRoot(path, f)
+		if err == nil {
+			return ""
+		}
+		first = cmp.Or(first, err)
+	}
+	more := ""
+	switch len(files) {
+	case 1:
+	case 2:
+		more = ", and so is the other file it matches"
+	default:
+		more = fmt.Sprintf(", and so are the %d other files it matches", len(files)-1)
+	}
+	return fmt.Sprintf("input %q: path %q matches no file it reads: %v%s; glob the files the links lead to, and logwindow_input_files{input=%q} is 0 until then", label, path, first, more, label)
 }
 
 // SocketProblems words a warning for every syslog input whose unix socket could not be

@@ -199,7 +199,9 @@ next:
 
 // MissingInputs names each input whose path matches no file, by name or path, and a rule
 // file of no input at all: a glob that matches only directories (a pod's, its files'
-// level left out) reads nothing either, as does a path that is a directory.
+// level left out) reads nothing either, as does a path that is a directory, or a glob
+// whose files are all symbolic links out of its root (/var/log/containers/*.log, whose
+// links lead into /var/log/pods), which the follower refuses.
 func TestMissingInputs(t *testing.T) {
 	dir := t.TempDir()
 	present := filepath.Join(dir, "present.log")
@@ -209,6 +211,26 @@ func TestMissingInputs(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(dir, "pods", "web-1"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	for _, d := range []string{"containers", "mixed", "inside/real"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for link, target := range map[string]string{
+		"containers/web-1_default_nginx-1.log": present,
+		"containers/web-2_default_nginx-2.log": present,
+		"mixed/out.log":                        present,
+		"inside/in.log":                        filepath.Join(dir, "inside/real/in.log"),
+	} {
+		if err := os.Symlink(target, filepath.Join(dir, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{"mixed/own.log", "inside/real/in.log"} {
+		if err := os.WriteFile(filepath.Join(dir, f), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	cfg, err := config.Parse([]byte(fmt.Sprintf(`
 inputs:
   - {name: ok, path: %[1]s/present.log}
@@ -217,8 +239,15 @@ inputs:
   - {path: %[1]s/none-*.log}
   - {name: pods, path: %[1]s/pods/*}
   - {name: dir, path: %[1]s/pods}
+  - {name: links, path: %[1]s/containers/*.log}
+  - {name: mixed, path: %[1]s/mixed/*.log}
+  - {name: inside, path: %[1]s/inside/*.log}
 rules: [{name: lines, match: x}]
 `, dir)), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	real, err := filepath.EvalSymlinks(present) // a temporary directory may be under a link (darwin's /var)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,6 +257,7 @@ rules: [{name: lines, match: x}]
 		fmt.Sprintf(`input %[1]q: path %[1]q matches no file; it is followed once one appears, and logwindow_input_files{input=%[1]q} is 0 until then`, dir+"/none-*.log"),
 		fmt.Sprintf(`input "pods": path %q matches only directories, which are not read (a glob names files: DIR/*.log); it is followed once a file matches, and logwindow_input_files{input="pods"} is 0 until then`, dir+"/pods/*"),
 		fmt.Sprintf(`input "dir": path %q matches only directories, which are not read (a glob names files: DIR/*.log); it is followed once a file matches, and logwindow_input_files{input="dir"} is 0 until then`, dir+"/pods"),
+		fmt.Sprintf(`input "links": path %q matches no file it reads: %[2]s/containers/web-1_default_nginx-1.log resolves to %[3]s, outside %[2]s/containers: a symbolic link out of the glob's root is not followed, and so is the other file it matches; glob the files the links lead to, and logwindow_input_files{input="links"} is 0 until then`, dir+"/containers/*.log", dir, real),
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
