@@ -941,6 +941,91 @@ func MissingInputs(cfg *config.Config) []string {
 	return out
 }
 
+// ReadTwice words a warning for every two file inputs that both read a file now, when a
+// rule reads both: that rule counts the file's lines twice. config warns of a path that
+// another input's glob matches as written; this finds what only the files tell, two
+// globs over one tree (a node's nginx containers and all its containers) or a path
+// reached through a link, once the files are there.
+func ReadTwice(cfg *config.Config) []string {
+	files := make([][]fileSeen, len(cfg.Inputs))
+	for i, ci := range cfg.Inputs {
+		if ci.File != nil {
+			files[i] = filesOf(ci.File.Path)
+		}
+	}
+	var out []string
+	for i, a := range cfg.Inputs {
+		for j := i + 1; j < len(cfg.Inputs); j++ {
+			b := cfg.Inputs[j]
+			if len(files[i]) == 0 || len(files[j]) == 0 || configWarns(a.File.Path, b.File.Path) || streamsApart(a, b) {
+				continue
+			}
+			both := slices.IndexFunc(cfg.Rules, func(r *config.Rule) bool { return r.Reads(a) && r.Reads(b) })
+			if both < 0 {
+				continue
+			}
+			var shared []string
+			for _, f := range files[i] {
+				if slices.ContainsFunc(files[j], func(g fileSeen) bool { return os.SameFile(f.fi, g.fi) }) {
+					shared = append(shared, f.path)
+				}
+			}
+			if len(shared) == 0 {
+				continue
+			}
+			more := ""
+			switch len(shared) {
+			case 1:
+			case 2:
+				more = " and 1 other file"
+			default:
+				more = fmt.Sprintf(" and %d other files", len(shared)-1)
+			}
+			out = append(out, fmt.Sprintf("inputs %q and %q both read %s%s: rule %q, which reads both inputs, counts their lines twice; narrow a glob, or name one of the inputs in the rule's inputs:",
+				a.Label(), b.Label(), shared[0], more, cfg.Rules[both].Name))
+		}
+	}
+	return out
+}
+
+// streamsApart reports whether inputs a and b read none of the same lines of a file: both
+// wrapper: cri, of streams apart (a container's stdout and its stderr).
+func streamsApart(a, b config.Input) bool {
+	return a.Wrapper == config.WrapperCRI && b.Wrapper == config.WrapperCRI &&
+		a.Streams != 0 && b.Streams != 0 && a.Streams&b.Streams == 0
+}
+
+// fileSeen is a file an input's path matches now.
+type fileSeen struct {
+	path string
+	fi   fs.FileInfo
+}
+
+// filesOf are the regular files path matches now that a follower would read: a glob's
+// symbolic links out of its root are refused.
+func filesOf(path string) []fileSeen {
+	matches, _ := filepath.Glob(path)
+	var out []fileSeen
+	for _, m := range matches {
+		fi, err := os.Stat(m)
+		if err != nil || !fi.Mode().IsRegular() || config.IsGlob(path) && follow.OutOfRoot(path, m) != nil {
+			continue
+		}
+		out = append(out, fileSeen{m, fi})
+	}
+	return out
+}
+
+// configWarns reports whether config warns of inputs of paths a and b reading a file
+// twice: one is a path that the other, a glob, matches as written.
+func configWarns(a, b string) bool {
+	matches := func(glob, path string) bool {
+		ok, _ := filepath.Match(filepath.Clean(glob), filepath.Clean(path))
+		return config.IsGlob(glob) && !config.IsGlob(path) && ok
+	}
+	return matches(a, b) || matches(b, a)
+}
+
 // outOfRoot words the warning of MissingInputs for the glob path of input label whose
 // every file (files: its matches that are not directories) the follower refuses as a
 // symbolic link out of the glob's root; "" when it reads one.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -269,6 +270,61 @@ rules: [{name: lines, match: x}]
 	}
 	if got, want := MissingInputs(none), "no inputs: served, the rules read no line"; len(got) != 1 || !strings.HasPrefix(got[0], want) {
 		t.Errorf("a rule file of no input: %q, want one warning beginning %q", got, want)
+	}
+}
+
+// ReadTwice names two inputs whose globs (or a path and a glob, written otherwise than
+// the glob, which config warns of) match a file now, when a rule reads both: that rule
+// counts the file's lines twice. Rules that keep to one input each count them once.
+func TestReadTwice(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"pods/ns_web-1_u1/nginx/0.log", "pods/ns_web-2_u2/nginx/0.log", "pods/ns_app-1_u3/app/0.log"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(filepath.Join(dir, "pods/ns_web-1_u1/nginx/0.log"), filepath.Join(dir, "web.log")); err != nil {
+		t.Fatal(err)
+	}
+	inputs := fmt.Sprintf(`
+inputs:
+  - {name: nginx, path: %[1]s/pods/*_*_*/nginx/*.log}
+  - {name: all, path: %[1]s/pods/*_*_*/*/*.log}
+  - {name: app, path: %[1]s/pods/*_*_*/app/*.log}
+  - {name: link, path: %[1]s/web.log}`, dir)
+	for _, tc := range []struct {
+		name, inputs, rules string
+		want                []string
+	}{
+		{"a rule of every input", "\n", "rules: [{name: lines, match: x}]", []string{
+			fmt.Sprintf(`inputs "nginx" and "all" both read %s/pods/ns_web-1_u1/nginx/0.log and 1 other file: rule "lines", which reads both inputs, counts their lines twice; narrow a glob, or name one of the inputs in the rule's inputs:`, dir),
+			fmt.Sprintf(`inputs "nginx" and "link" both read %s/pods/ns_web-1_u1/nginx/0.log: rule "lines", which reads both inputs, counts their lines twice; narrow a glob, or name one of the inputs in the rule's inputs:`, dir),
+			fmt.Sprintf(`inputs "all" and "app" both read %s/pods/ns_app-1_u3/app/0.log: rule "lines", which reads both inputs, counts their lines twice; narrow a glob, or name one of the inputs in the rule's inputs:`, dir),
+			fmt.Sprintf(`inputs "all" and "link" both read %s/pods/ns_web-1_u1/nginx/0.log: rule "lines", which reads both inputs, counts their lines twice; narrow a glob, or name one of the inputs in the rule's inputs:`, dir),
+		}},
+		{"rules of one input each", "\n", "rules: [{name: a, match: x, inputs: [nginx, app]}, {name: b, match: x, inputs: [all]}, {name: c, match: x, inputs: [link]}]", nil},
+		// A container's stdout and stderr, each read by an input of its own: no line is
+		// read twice.
+		{"streams apart", fmt.Sprintf(`
+  - {name: out, path: %[1]s/pods/*/app/*.log, wrapper: cri, streams: [stdout]}
+  - {name: err, path: %[1]s/pods/*_app-*_*/app/*.log, wrapper: cri, streams: [stderr]}
+  - {name: both, path: %[1]s/pods/ns_*/app/*.log, wrapper: cri}
+`, dir), "rules: [{name: a, match: x, inputs: [out, err]}, {name: b, match: x, inputs: [err, both]}]", []string{
+			fmt.Sprintf(`inputs "err" and "both" both read %s/pods/ns_app-1_u3/app/0.log: rule "b", which reads both inputs, counts their lines twice; narrow a glob, or name one of the inputs in the rule's inputs:`, dir),
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := config.Parse([]byte(inputs+tc.inputs+tc.rules), "rules.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := ReadTwice(cfg); !slices.Equal(got, tc.want) {
+				t.Errorf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+			}
+		})
 	}
 }
 
