@@ -945,28 +945,38 @@ func MissingInputs(cfg *config.Config) []string {
 // rule reads both: that rule counts the file's lines twice. config warns of a path that
 // another input's glob matches as written; this finds what only the files tell, two
 // globs over one tree (a node's nginx containers and all its containers) or a path
-// reached through a link, once the files are there.
+// reached through a link, once the files are there. It runs at every start and reload,
+// over nodes of thousands of pod files: only the inputs of a pair it looks at are
+// listed, each once, a stat a file, the pair's files are matched by their identity (not
+// each against each), and only a file both match is resolved, to tell whether each
+// input's follower reads it.
 func ReadTwice(cfg *config.Config) []string {
 	files := make([][]fileSeen, len(cfg.Inputs))
-	for i, ci := range cfg.Inputs {
-		if ci.File != nil {
-			files[i] = filesOf(ci.File.Path)
+	listed := make([]bool, len(cfg.Inputs))
+	filesOf := func(i int) []fileSeen {
+		if !listed[i] {
+			files[i], listed[i] = matchesOf(cfg.Inputs[i].File.Path), true
 		}
+		return files[i]
 	}
 	var out []string
 	for i, a := range cfg.Inputs {
-		for j := i + 1; j < len(cfg.Inputs); j++ {
+		for j := i + 1; j < len(cfg.Inputs) && a.File != nil; j++ {
 			b := cfg.Inputs[j]
-			if len(files[i]) == 0 || len(files[j]) == 0 || configWarns(a.File.Path, b.File.Path) || streamsApart(a, b) {
+			if b.File == nil || configWarns(a.File.Path, b.File.Path) || streamsApart(a, b) {
 				continue
 			}
 			both := slices.IndexFunc(cfg.Rules, func(r *config.Rule) bool { return r.Reads(a) && r.Reads(b) })
-			if both < 0 {
+			if both < 0 || len(filesOf(i)) == 0 || len(filesOf(j)) == 0 {
 				continue
+			}
+			ofB := map[fileID][]string{}
+			for _, g := range files[j] {
+				ofB[g.id] = append(ofB[g.id], g.path)
 			}
 			var shared []string
 			for _, f := range files[i] {
-				if slices.ContainsFunc(files[j], func(g fileSeen) bool { return os.SameFile(f.fi, g.fi) }) {
+				if paths := ofB[f.id]; len(paths) > 0 && follows(a, f.path) && slices.ContainsFunc(paths, func(p string) bool { return follows(b, p) }) {
 					shared = append(shared, f.path)
 				}
 			}
@@ -988,32 +998,39 @@ func ReadTwice(cfg *config.Config) []string {
 	return out
 }
 
-// streamsApart reports whether inputs a and b read none of the same lines of a file: both
-// wrapper: cri, of streams apart (a container's stdout and its stderr).
+// streamsApart reports whether inputs a and b read none of the same lines of a file: of
+// streams apart (a container's stdout and its stderr), which only wrapper: cri inputs
+// have.
 func streamsApart(a, b config.Input) bool {
-	return a.Wrapper == config.WrapperCRI && b.Wrapper == config.WrapperCRI &&
-		a.Streams != 0 && b.Streams != 0 && a.Streams&b.Streams == 0
+	return a.Streams != 0 && b.Streams != 0 && a.Streams&b.Streams == 0
 }
 
-// fileSeen is a file an input's path matches now.
+// fileSeen is a regular file an input's path matches now.
 type fileSeen struct {
 	path string
-	fi   fs.FileInfo
+	id   fileID
 }
 
-// filesOf are the regular files path matches now that a follower would read: a glob's
-// symbolic links out of its root are refused.
-func filesOf(path string) []fileSeen {
+// matchesOf are the regular files path matches now, in the glob's order.
+func matchesOf(path string) []fileSeen {
 	matches, _ := filepath.Glob(path)
 	var out []fileSeen
 	for _, m := range matches {
-		fi, err := os.Stat(m)
-		if err != nil || !fi.Mode().IsRegular() || config.IsGlob(path) && follow.OutOfRoot(path, m) != nil {
+		fi, err := statMatch(m)
+		if err != nil || !fi.Mode().IsRegular() {
 			continue
 		}
-		out = append(out, fileSeen{m, fi})
+		if id, ok := idOf(fi); ok {
+			out = append(out, fileSeen{m, id})
+		}
 	}
 	return out
+}
+
+// follows reports whether a follower of in reads path, one of its matches: a glob's
+// symbolic links out of its root are refused.
+func follows(in config.Input, path string) bool {
+	return !in.File.IsGlob() || follow.OutOfRoot(in.File.Path, path) == nil
 }
 
 // configWarns reports whether config warns of inputs of paths a and b reading a file

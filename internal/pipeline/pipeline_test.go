@@ -289,30 +289,50 @@ func TestReadTwice(t *testing.T) {
 	if err := os.Symlink(filepath.Join(dir, "pods/ns_web-1_u1/nginx/0.log"), filepath.Join(dir, "web.log")); err != nil {
 		t.Fatal(err)
 	}
+	// kubelet's /var/log/containers: links into the pods' tree, out of the glob's root.
+	if err := os.Mkdir(filepath.Join(dir, "containers"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(dir, "pods/ns_web-1_u1/nginx/0.log"), filepath.Join(dir, "containers/web-1_ns_nginx-0.log")); err != nil {
+		t.Fatal(err)
+	}
 	inputs := fmt.Sprintf(`
 inputs:
   - {name: nginx, path: %[1]s/pods/*_*_*/nginx/*.log}
   - {name: all, path: %[1]s/pods/*_*_*/*/*.log}
   - {name: app, path: %[1]s/pods/*_*_*/app/*.log}
   - {name: link, path: %[1]s/web.log}`, dir)
+	stats := 0
+	statMatch = func(name string) (os.FileInfo, error) {
+		stats++
+		return os.Stat(name)
+	}
+	t.Cleanup(func() { statMatch = os.Stat })
 	for _, tc := range []struct {
 		name, inputs, rules string
-		want                []string
+		// stats are the stats of files it costs: each input of a pair that a rule reads
+		// both of is listed, once; the other inputs are not.
+		stats int
+		want  []string
 	}{
-		{"a rule of every input", "\n", "rules: [{name: lines, match: x}]", []string{
+		{"a rule of every input", "\n", "rules: [{name: lines, match: x}]", 2 + 3 + 1 + 1, []string{
 			fmt.Sprintf(`inputs "nginx" and "all" both read %s/pods/ns_web-1_u1/nginx/0.log and 1 other file: rule "lines", which reads both inputs, counts their lines twice; narrow a glob, or name one of the inputs in the rule's inputs:`, dir),
 			fmt.Sprintf(`inputs "nginx" and "link" both read %s/pods/ns_web-1_u1/nginx/0.log: rule "lines", which reads both inputs, counts their lines twice; narrow a glob, or name one of the inputs in the rule's inputs:`, dir),
 			fmt.Sprintf(`inputs "all" and "app" both read %s/pods/ns_app-1_u3/app/0.log: rule "lines", which reads both inputs, counts their lines twice; narrow a glob, or name one of the inputs in the rule's inputs:`, dir),
 			fmt.Sprintf(`inputs "all" and "link" both read %s/pods/ns_web-1_u1/nginx/0.log: rule "lines", which reads both inputs, counts their lines twice; narrow a glob, or name one of the inputs in the rule's inputs:`, dir),
 		}},
-		{"rules of one input each", "\n", "rules: [{name: a, match: x, inputs: [nginx, app]}, {name: b, match: x, inputs: [all]}, {name: c, match: x, inputs: [link]}]", nil},
+		{"rules of one input each", "\n", "rules: [{name: a, match: x, inputs: [nginx, app]}, {name: b, match: x, inputs: [all]}, {name: c, match: x, inputs: [link]}]", 2 + 1, nil},
+		// The follower refuses a glob's links out of its root: only "all" reads the file.
+		{"links out of a glob's root", fmt.Sprintf(`
+  - {name: containers, path: %[1]s/containers/*.log}
+`, dir), "rules: [{name: a, match: x, inputs: [containers, all]}]", 1 + 3, nil},
 		// A container's stdout and stderr, each read by an input of its own: no line is
 		// read twice.
 		{"streams apart", fmt.Sprintf(`
   - {name: out, path: %[1]s/pods/*/app/*.log, wrapper: cri, streams: [stdout]}
   - {name: err, path: %[1]s/pods/*_app-*_*/app/*.log, wrapper: cri, streams: [stderr]}
   - {name: both, path: %[1]s/pods/ns_*/app/*.log, wrapper: cri}
-`, dir), "rules: [{name: a, match: x, inputs: [out, err]}, {name: b, match: x, inputs: [err, both]}]", []string{
+`, dir), "rules: [{name: a, match: x, inputs: [out, err]}, {name: b, match: x, inputs: [err, both]}]", 1 + 1, []string{
 			fmt.Sprintf(`inputs "err" and "both" both read %s/pods/ns_app-1_u3/app/0.log: rule "b", which reads both inputs, counts their lines twice; narrow a glob, or name one of the inputs in the rule's inputs:`, dir),
 		}},
 	} {
@@ -321,8 +341,12 @@ inputs:
 			if err != nil {
 				t.Fatal(err)
 			}
+			stats = 0
 			if got := ReadTwice(cfg); !slices.Equal(got, tc.want) {
 				t.Errorf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+			}
+			if stats != tc.stats {
+				t.Errorf("%d stats, want %d", stats, tc.stats)
 			}
 		})
 	}
