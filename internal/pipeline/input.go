@@ -925,12 +925,13 @@ func MissingInputs(cfg *config.Config) []string {
 			continue // no file is its
 		}
 		matches, err := filepath.Glob(ci.File.Path)
-		files := slices.DeleteFunc(slices.Clone(matches), func(m string) bool { return !notDir(m) })
-		if err == nil && len(files) > 0 {
-			if w := outOfRoot(ci.Label(), ci.File.Path, files); w != "" {
-				out = append(out, w)
+		if err == nil {
+			if w, some := outOfRoot(ci.Label(), ci.File.Path, matches); some {
+				if w != "" {
+					out = append(out, w)
+				}
+				continue
 			}
-			continue
 		}
 		what := "matches no file; it is followed once one appears"
 		if slices.ContainsFunc(matches, isDir) {
@@ -1043,30 +1044,40 @@ func configWarns(a, b string) bool {
 	return matches(a, b) || matches(b, a)
 }
 
-// outOfRoot words the warning of MissingInputs for the glob path of input label whose
-// every file (files: its matches that are not directories) the follower refuses as a
-// symbolic link out of the glob's root; "" when it reads one.
-func outOfRoot(label, path string, files []string) string {
-	if !config.IsGlob(path) {
-		return "" // a path given as it is may be a link anywhere
-	}
+// outOfRoot words the warning of MissingInputs for the path of input label whose every
+// file (of matches, those that are not directories) the follower refuses as a symbolic
+// link out of the glob's root; "" when it reads one. some is whether matches has a file
+// at all. It stops at the first file read, most often the first: a start or a reload
+// stats no more of a glob of thousands of pod files.
+func outOfRoot(label, path string, matches []string) (warning string, some bool) {
 	var first error
-	for _, f := range files {
-		err := follow.OutOfRoot(path, f)
+	files := 0
+	for _, m := range matches {
+		if !notDir(m) {
+			continue
+		}
+		files++
+		if !config.IsGlob(path) {
+			return "", true // a path given as it is may be a link anywhere
+		}
+		err := follow.OutOfRoot(path, m)
 		if err == nil {
-			return ""
+			return "", true
 		}
 		first = cmp.Or(first, err)
 	}
+	if files == 0 {
+		return "", false
+	}
 	more := ""
-	switch len(files) {
+	switch files {
 	case 1:
 	case 2:
 		more = ", and so is the other file it matches"
 	default:
-		more = fmt.Sprintf(", and so are the %d other files it matches", len(files)-1)
+		more = fmt.Sprintf(", and so are the %d other files it matches", files-1)
 	}
-	return fmt.Sprintf("input %q: path %q matches no file it reads: %v%s; glob the files the links lead to, and logwindow_input_files{input=%q} is 0 until then", label, path, first, more, label)
+	return fmt.Sprintf("input %q: path %q matches no file it reads: %v%s; glob the files the links lead to, and logwindow_input_files{input=%q} is 0 until then", label, path, first, more, label), true
 }
 
 // SocketProblems words a warning for every syslog input whose unix socket could not be
@@ -1089,7 +1100,7 @@ func SocketProblems(cfg *config.Config) []string {
 // notDir reports whether path is there and is not a directory (a symlink is looked
 // through): something a follower may read.
 func notDir(path string) bool {
-	fi, err := os.Stat(path)
+	fi, err := statMatch(path)
 	return err == nil && !fi.IsDir()
 }
 

@@ -273,6 +273,56 @@ rules: [{name: lines, match: x}]
 	}
 }
 
+// MissingInputs, at every start and reload, stats a glob's matches until the first file
+// it reads, not the thousands of a node's pods; all of them only when it warns that it
+// reads none.
+func TestMissingInputsStats(t *testing.T) {
+	dir := t.TempDir()
+	const pods = 20
+	for _, d := range []string{"pods", "containers"} {
+		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range pods {
+		log := filepath.Join(dir, "pods", fmt.Sprintf("%d.log", i))
+		if err := os.WriteFile(log, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(log, filepath.Join(dir, "containers", fmt.Sprintf("%d.log", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stats := 0
+	statMatch = func(name string) (os.FileInfo, error) {
+		stats++
+		return os.Stat(name)
+	}
+	t.Cleanup(func() { statMatch = os.Stat })
+	for _, tc := range []struct {
+		name, glob string
+		warnings   int
+		stats      int
+	}{
+		{"files it reads", "pods/*.log", 0, 1},
+		{"links out of its root", "containers/*.log", 1, pods},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := config.Parse(fmt.Appendf(nil, "inputs: [{path: %s}]\nrules: [{name: lines, match: x}]\n", filepath.Join(dir, tc.glob)), "rules.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			stats = 0
+			if got := MissingInputs(cfg); len(got) != tc.warnings {
+				t.Errorf("warnings %q, want %d", got, tc.warnings)
+			}
+			if stats != tc.stats {
+				t.Errorf("%d stats, want %d", stats, tc.stats)
+			}
+		})
+	}
+}
+
 // ReadTwice names two inputs whose globs (or a path and a glob, written otherwise than
 // the glob, which config warns of) match a file now, when a rule reads both: that rule
 // counts the file's lines twice. Rules that keep to one input each count them once.
