@@ -398,6 +398,13 @@ inputs:
 			if stats != tc.stats {
 				t.Errorf("%d stats, want %d", stats, tc.stats)
 			}
+			// What --config.check, the start and a reload warn of.
+			start := StartWarnings(cfg, 0)
+			for _, w := range tc.want {
+				if !slices.Contains(start, w) {
+					t.Errorf("start warnings:\n%s\nwant among them:\n%s", strings.Join(start, "\n"), w)
+				}
+			}
 		})
 	}
 }
