@@ -964,7 +964,7 @@ func ReadTwice(cfg *config.Config) []string {
 	for i, a := range cfg.Inputs {
 		for j := i + 1; j < len(cfg.Inputs) && a.File != nil; j++ {
 			b := cfg.Inputs[j]
-			if b.File == nil || configWarns(a.File.Path, b.File.Path) || streamsApart(a, b) {
+			if b.File == nil || configWarns(a.File.Path, b.File.Path) || a.Streams.Apart(b.Streams) {
 				continue
 			}
 			both := slices.IndexFunc(cfg.Rules, func(r *config.Rule) bool { return r.Reads(a) && r.Reads(b) })
@@ -997,13 +997,6 @@ func ReadTwice(cfg *config.Config) []string {
 		}
 	}
 	return out
-}
-
-// streamsApart reports whether inputs a and b read none of the same lines of a file: of
-// streams apart (a container's stdout and its stderr), which only wrapper: cri inputs
-// have.
-func streamsApart(a, b config.Input) bool {
-	return a.Streams != 0 && b.Streams != 0 && a.Streams&b.Streams == 0
 }
 
 // fileSeen is a regular file an input's path matches now.
