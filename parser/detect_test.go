@@ -1205,3 +1205,67 @@ rules:
 		})
 	}
 }
+
+// A rule that reads no capture, added to rules over auto's candidates, changes nothing
+// the others count: over files of every candidate's lines, alone or mixed with others',
+// with JSON objects of none of the members read and lines of no format, every other
+// rule's events, and the lines parsed and malformed, are those without it.
+func TestRuleOfNoLineCaptureLeavesOthers(t *testing.T) {
+	type run struct {
+		events []record
+		done   countingDone
+	}
+	parse := func(rules string, files [][]string) run {
+		c := mustParse(t, rules)
+		p, err := New(c.Rules)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, _, rec, count := autoSession(t, p, c)
+		for i, lines := range files {
+			name := fmt.Sprintf("%d.log", i)
+			for _, line := range lines {
+				s.ParseFile(name, "pods", []byte(line), nil, rec, count.done)
+			}
+			s.CloseFile(name, "pods", rec, count.done)
+		}
+		return run{slices.DeleteFunc(rec.take(), func(r record) bool { return r.Rule == "lines" }), *count}
+	}
+	p, _ := autoParser(t)
+	cands := p.Candidates()
+	r := rand.New(rand.NewPCG(5, 6))
+	files := make([][]string, 100)
+	if race.Enabled {
+		files = files[:20]
+	}
+	for i := range files {
+		f := cands[r.IntN(len(cands))]
+		for range 1 + r.IntN(2*MaxHeld) {
+			switch r.IntN(8) {
+			case 0:
+				files[i] = append(files[i], sampleLine(r, cands[r.IntN(len(cands))]))
+			case 1:
+				files[i] = append(files[i], `{"msg":"started","level":"info"}`)
+			case 2:
+				files[i] = append(files[i], "panic: runtime error")
+			default:
+				files[i] = append(files[i], sampleLine(r, f))
+			}
+		}
+	}
+	without := parse(autoRules, files)
+	for _, tc := range []struct{ name, rules string }{
+		{"last", autoRules + "  - name: lines\n"},
+		{"first", strings.Replace(autoRules, "rules:\n", "rules:\n  - name: lines\n", 1)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			with := parse(tc.rules, files)
+			if without.done != with.done {
+				t.Errorf("lines parsed, malformed: %v without the rule, %v with it", without.done, with.done)
+			}
+			if !slices.Equal(without.events, with.events) {
+				t.Errorf("%d events without the rule, %d with it; they differ", len(without.events), len(with.events))
+			}
+		})
+	}
+}
