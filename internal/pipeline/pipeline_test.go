@@ -243,6 +243,7 @@ inputs:
   - {name: links, path: %[1]s/containers/*.log}
   - {name: mixed, path: %[1]s/mixed/*.log}
   - {name: inside, path: %[1]s/inside/*.log}
+  - {name: linked, path: %[1]s/containers/web-1_default_nginx-1.log}
 rules: [{name: lines, match: x}]
 `, dir)), "rules.yaml")
 	if err != nil {
@@ -336,7 +337,11 @@ func TestReadTwice(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := os.Symlink(filepath.Join(dir, "pods/ns_web-1_u1/nginx/0.log"), filepath.Join(dir, "web.log")); err != nil {
+	// A path given as it is is followed wherever its link leads, out of its directory too.
+	if err := os.Mkdir(filepath.Join(dir, "links"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(dir, "pods/ns_web-1_u1/nginx/0.log"), filepath.Join(dir, "links/web.log")); err != nil {
 		t.Fatal(err)
 	}
 	// kubelet's /var/log/containers: links into the pods' tree, out of the glob's root.
@@ -351,7 +356,7 @@ inputs:
   - {name: nginx, path: %[1]s/pods/*_*_*/nginx/*.log}
   - {name: all, path: %[1]s/pods/*_*_*/*/*.log}
   - {name: app, path: %[1]s/pods/*_*_*/app/*.log}
-  - {name: link, path: %[1]s/web.log}`, dir)
+  - {name: link, path: %[1]s/links/web.log}`, dir)
 	stats := 0
 	statMatch = func(name string) (os.FileInfo, error) {
 		stats++
