@@ -153,9 +153,10 @@ func (d *decoder) input(item *yaml.Node, i int, names, sources map[string]int, k
 
 // globbedTwice warns of a file input's path that another input's glob matches, when a
 // rule reads both inputs: both read the file, and that rule counts its lines twice. Rules
-// that keep to one input each count them once, so it is no error. Only the paths are
-// compared: two globs that match one file, or a symlink to it, are not seen. lines are
-// those of ins.
+// that keep to one input each count them once, so it is no error; nor do inputs of a
+// container's streams apart (stdout and stderr), which read none of the same lines. Only the paths are
+// compared: two globs that match one file, or a symlink to it, are seen by the files
+// they match when the exporter starts (pipeline.ReadTwice). lines are those of ins.
 func (d *decoder) globbedTwice(ins []Input, lines []int, rules []*Rule) {
 	var globs []int
 	for i, in := range ins {
@@ -176,7 +177,7 @@ func (d *decoder) globbedTwice(ins []Input, lines []int, rules []*Rule) {
 				continue
 			}
 			both := slices.IndexFunc(rules, func(r *Rule) bool { return r.Reads(in) && r.Reads(ins[g]) })
-			if both < 0 {
+			if both < 0 || in.Streams.Apart(ins[g].Streams) {
 				continue
 			}
 			d.warn(lines[i], fmt.Sprintf("input %q", in.Label()),

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"reflect"
 	"slices"
@@ -270,13 +271,18 @@ func TestSameFileTwice(t *testing.T) {
 func TestGlobbedTwiceByRules(t *testing.T) {
 	const inputs = "inputs:\n  - {name: a, path: /logs/a.log}\n  - {name: b, path: '/logs/*.log'}\n  - {path: /other.log}\n"
 	const warning = `f.yaml:2: warning: input "a": path: "/logs/a.log" is also matched by the glob "/logs/*.log" of the input on line 3: both read its lines, and rule %q, which reads both inputs, counts them twice`
-	for _, c := range []struct{ name, rules, warn string }{
-		{"each rule keeps to one input", "  - {name: ra, match: x, inputs: [a]}\n  - {name: rb, match: x, inputs: [b]}\n", ""},
-		{"a rule lists both", "  - {name: ra, match: x, inputs: [a]}\n  - {name: both, match: x, inputs: [b, a]}\n", fmt.Sprintf(warning, "both")},
-		{"a rule reads every input", "  - {name: ra, match: x, inputs: [a]}\n  - {name: all, match: x}\n", fmt.Sprintf(warning, "all")},
+	// A container's stdout and its stderr, each read by an input of its own: no line is
+	// read twice.
+	const streams = "inputs:\n  - {name: a, path: /logs/a.log, wrapper: cri, streams: [stdout]}\n  - {name: b, path: '/logs/*.log', wrapper: cri, streams: [%s]}\n"
+	for _, c := range []struct{ name, inputs, rules, warn string }{
+		{"each rule keeps to one input", "", "  - {name: ra, match: x, inputs: [a]}\n  - {name: rb, match: x, inputs: [b]}\n", ""},
+		{"a rule lists both", "", "  - {name: ra, match: x, inputs: [a]}\n  - {name: both, match: x, inputs: [b, a]}\n", fmt.Sprintf(warning, "both")},
+		{"a rule reads every input", "", "  - {name: ra, match: x, inputs: [a]}\n  - {name: all, match: x}\n", fmt.Sprintf(warning, "all")},
+		{"streams apart", fmt.Sprintf(streams, "stderr"), "  - {name: all, match: x}\n", ""},
+		{"streams shared", fmt.Sprintf(streams, "stdout, stderr"), "  - {name: all, match: x}\n", fmt.Sprintf(warning, "all")},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			cfg, err := Parse([]byte(inputs+"rules:\n"+c.rules), "f.yaml")
+			cfg, err := Parse([]byte(cmp.Or(c.inputs, inputs)+"rules:\n"+c.rules), "f.yaml")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -32,6 +32,12 @@ func (s Streams) Reads(name []byte) bool {
 	return false
 }
 
+// Apart reports whether inputs of streams s and t read none of the same lines of a file
+// both follow: a container's stdout and its stderr, each read by an input of its own.
+func (s Streams) Apart(t Streams) bool {
+	return s != 0 && t != 0 && s&t == 0
+}
+
 // String lists the streams read, as `streams:` is written.
 func (s Streams) String() string {
 	if s == 0 {

@@ -1161,3 +1161,111 @@ func TestSessionStartupLinesBounded(t *testing.T) {
 		})
 	}
 }
+
+// A rule that reads no capture of the line (it counts every line, or labels it by its
+// path or stream alone) applies to every file, whatever format is chosen for it: among
+// candidates holding json, as auto does, too, where it counts every JSON object.
+func TestRuleOfNoLineCaptureOverCandidates(t *testing.T) {
+	for _, tc := range []struct {
+		name, formats string
+		want          []string // the rules' events, by line
+	}{
+		{"auto", "auto", []string{"lines", "lines", "lines", "lines", "lines"}},
+		{"json and a text format", "[combined, json]", []string{"lines", "lines", "lines", "lines", "lines"}},
+		{"json alone", "[json]", []string{"", "", "lines", "lines", "lines"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := mustParse(t, `
+inputs:
+  - {name: pods, path: /var/log/pods/*/*/*.log, log_format: `+tc.formats+`}
+rules:
+  - name: lines
+`)
+			p, err := New(c.Rules)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, _, rec, count := autoSession(t, p, c)
+			text := `10.0.0.1 - - [01/Dec/2026:01:50:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl/8"`
+			for i, line := range []string{text, text, `{"status":"200"}`, `{"msg":"started"}`, `{}`} {
+				file := "text"
+				if line[0] == '{' {
+					file = "json"
+				}
+				s.ParseFile(file, "pods", []byte(line), nil, rec, count.done)
+				s.CloseFile(file, "pods", rec, count.done)
+				var got []string
+				for _, e := range rec.take() {
+					got = append(got, e.Rule+e.Drop)
+				}
+				if want := slices.DeleteFunc([]string{tc.want[i]}, func(s string) bool { return s == "" }); !slices.Equal(got, want) {
+					t.Errorf("line %d %s: events %q, want %q", i+1, line, got, want)
+				}
+			}
+		})
+	}
+}
+
+// A rule that reads no capture, added to rules over auto's candidates, changes nothing
+// the others count: over files of every candidate's lines, alone or mixed with others',
+// with JSON objects of none of the members read and lines of no format, every other
+// rule's events, and the lines parsed and malformed, are those without it.
+func TestRuleOfNoLineCaptureLeavesOthers(t *testing.T) {
+	type run struct {
+		events []record
+		done   countingDone
+	}
+	parse := func(rules string, files [][]string) run {
+		c := mustParse(t, rules)
+		p, err := New(c.Rules)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, _, rec, count := autoSession(t, p, c)
+		for i, lines := range files {
+			name := fmt.Sprintf("%d.log", i)
+			for _, line := range lines {
+				s.ParseFile(name, "pods", []byte(line), nil, rec, count.done)
+			}
+			s.CloseFile(name, "pods", rec, count.done)
+		}
+		return run{slices.DeleteFunc(rec.take(), func(r record) bool { return r.Rule == "lines" }), *count}
+	}
+	p, _ := autoParser(t)
+	cands := p.Candidates()
+	r := rand.New(rand.NewPCG(5, 6))
+	files := make([][]string, 100)
+	if race.Enabled {
+		files = files[:20]
+	}
+	for i := range files {
+		f := cands[r.IntN(len(cands))]
+		for range 1 + r.IntN(2*MaxHeld) {
+			switch r.IntN(8) {
+			case 0:
+				files[i] = append(files[i], sampleLine(r, cands[r.IntN(len(cands))]))
+			case 1:
+				files[i] = append(files[i], `{"msg":"started","level":"info"}`)
+			case 2:
+				files[i] = append(files[i], "panic: runtime error")
+			default:
+				files[i] = append(files[i], sampleLine(r, f))
+			}
+		}
+	}
+	without := parse(autoRules, files)
+	for _, tc := range []struct{ name, rules string }{
+		{"last", autoRules + "  - name: lines\n"},
+		{"first", strings.Replace(autoRules, "rules:\n", "rules:\n  - name: lines\n", 1)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			with := parse(tc.rules, files)
+			if without.done != with.done {
+				t.Errorf("lines parsed, malformed: %v without the rule, %v with it", without.done, with.done)
+			}
+			if !slices.Equal(without.events, with.events) {
+				t.Errorf("%d events without the rule, %d with it; they differ", len(without.events), len(with.events))
+			}
+		})
+	}
+}

@@ -523,9 +523,12 @@ func filters(ws []config.Where, eng engine, sz *sizes) []where {
 }
 
 // check rejects rules whose capture indexes would fall outside the regex or fields:
-// config.Load never builds those, but Parse must not panic on a hand-made rule.
+// config.Load never builds those, but Parse must not panic on a hand-made rule. A rule
+// compiled against a candidate that is any JSON object (logformat.JSONObject) has no
+// fields when it reads no member: it counts every object, as it counts every line of a
+// text candidate.
 func check(r *config.Rule) error {
-	if r == nil || r.Regexp == nil && len(r.Fields) == 0 {
+	if r == nil || r.Regexp == nil && len(r.Fields) == 0 && (r.LogFormat == nil || !r.LogFormat.AnyObject()) {
 		return fmt.Errorf("no compiled regex and no fields")
 	}
 	n := r.Captures() + len(r.PathCaptures)

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/config/logformat"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/nginxlog"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/race"
 )
@@ -941,6 +942,10 @@ func TestCompileEngines(t *testing.T) {
 
 func TestNewRejectsBrokenRules(t *testing.T) {
 	ok := mustParse(t, "rules: [{name: a, match: '(?P<x>.)', value: x, labels: {l: '${x}'}}]").Rules[0]
+	combined, err := logformat.ParseCandidate("combined")
+	if err != nil {
+		t.Fatal(err)
+	}
 	with := func(edit func(r *config.Rule)) *config.Rule {
 		r := *ok
 		r.Labels = []config.Label{{Name: "l", Template: config.Template{{Capture: 1}}}}
@@ -953,6 +958,12 @@ func TestNewRejectsBrokenRules(t *testing.T) {
 	}{
 		{"nil rule", nil},
 		{"no regex", with(func(r *config.Rule) { r.Regexp = nil })},
+		// Only a variant for any JSON object reads no regex nor field.
+		{"no regex and no capture", with(func(r *config.Rule) { r.Regexp, r.Labels, r.ValueCapture = nil, nil, 0 })},
+		{"no regex and no capture, of a text format", with(func(r *config.Rule) {
+			r.Regexp, r.Labels, r.ValueCapture = nil, nil, 0
+			r.LogFormat = combined
+		})},
 		{"value out of range", with(func(r *config.Rule) { r.ValueCapture = 2 })},
 		{"label out of range", with(func(r *config.Rule) { r.Labels[0].Template[0].Capture = 5 })},
 		{"where out of range", with(func(r *config.Rule) {

@@ -911,7 +911,9 @@ func (in *stream) release() {
 // path would otherwise give a healthy exporter with forever empty panels. Directories
 // count as no file: the follower passes over a glob's directories without a word, so a
 // glob that stops a level short of the files (pods/* for pods/*/*.log) would read nothing
-// with nothing said. A rule file of no input at all, which --replay reads files with,
+// with nothing said; nor does a glob whose files are all symbolic links out of its root
+// (/var/log/containers/*.log, whose links lead into /var/log/pods), which the follower
+// refuses one by one. A rule file of no input at all, which --replay reads files with,
 // has its rules read no line while served: that is said too.
 func MissingInputs(cfg *config.Config) []string {
 	if len(cfg.Inputs) == 0 {
@@ -923,8 +925,13 @@ func MissingInputs(cfg *config.Config) []string {
 			continue // no file is its
 		}
 		matches, err := filepath.Glob(ci.File.Path)
-		if err == nil && slices.ContainsFunc(matches, notDir) {
-			continue
+		if err == nil {
+			if w, some := outOfRoot(ci.Label(), ci.File.Path, matches); some {
+				if w != "" {
+					out = append(out, w)
+				}
+				continue
+			}
 		}
 		what := "matches no file; it is followed once one appears"
 		if slices.ContainsFunc(matches, isDir) {
@@ -933,6 +940,137 @@ func MissingInputs(cfg *config.Config) []string {
 		out = append(out, fmt.Sprintf("input %q: path %q %s, and logwindow_input_files{input=%q} is 0 until then", ci.Label(), ci.File.Path, what, ci.Label()))
 	}
 	return out
+}
+
+// ReadTwice words a warning for every two file inputs that both read a file now, when a
+// rule reads both: that rule counts the file's lines twice. config warns of a path that
+// another input's glob matches as written; this finds what only the files tell, two
+// globs over one tree (a node's nginx containers and all its containers) or a path
+// reached through a link, once the files are there. It runs at every start and reload,
+// over nodes of thousands of pod files: only the inputs of a pair it looks at are
+// listed, each once, a stat a file, the pair's files are matched by their identity (not
+// each against each), and only a file both match is resolved, to tell whether each
+// input's follower reads it.
+func ReadTwice(cfg *config.Config) []string {
+	files := make([][]fileSeen, len(cfg.Inputs))
+	listed := make([]bool, len(cfg.Inputs))
+	filesOf := func(i int) []fileSeen {
+		if !listed[i] {
+			files[i], listed[i] = matchesOf(cfg.Inputs[i].File.Path), true
+		}
+		return files[i]
+	}
+	var out []string
+	for i, a := range cfg.Inputs {
+		for j := i + 1; j < len(cfg.Inputs) && a.File != nil; j++ {
+			b := cfg.Inputs[j]
+			if b.File == nil || configWarns(a.File.Path, b.File.Path) || a.Streams.Apart(b.Streams) {
+				continue
+			}
+			both := slices.IndexFunc(cfg.Rules, func(r *config.Rule) bool { return r.Reads(a) && r.Reads(b) })
+			if both < 0 || len(filesOf(i)) == 0 || len(filesOf(j)) == 0 {
+				continue
+			}
+			ofB := map[fileID][]string{}
+			for _, g := range files[j] {
+				ofB[g.id] = append(ofB[g.id], g.path)
+			}
+			var shared []string
+			for _, f := range files[i] {
+				if paths := ofB[f.id]; len(paths) > 0 && follows(a, f.path) && slices.ContainsFunc(paths, func(p string) bool { return follows(b, p) }) {
+					shared = append(shared, f.path)
+				}
+			}
+			if len(shared) == 0 {
+				continue
+			}
+			more := ""
+			switch len(shared) {
+			case 1:
+			case 2:
+				more = " and 1 other file"
+			default:
+				more = fmt.Sprintf(" and %d other files", len(shared)-1)
+			}
+			out = append(out, fmt.Sprintf("inputs %q and %q both read %s%s: rule %q, which reads both inputs, counts their lines twice; narrow a glob, or name one of the inputs in the rule's inputs:",
+				a.Label(), b.Label(), shared[0], more, cfg.Rules[both].Name))
+		}
+	}
+	return out
+}
+
+// fileSeen is a regular file an input's path matches now.
+type fileSeen struct {
+	path string
+	id   fileID
+}
+
+// matchesOf are the regular files path matches now, in the glob's order.
+func matchesOf(path string) []fileSeen {
+	matches, _ := filepath.Glob(path)
+	var out []fileSeen
+	for _, m := range matches {
+		fi, err := statMatch(m)
+		if err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		if id, ok := idOf(fi); ok {
+			out = append(out, fileSeen{m, id})
+		}
+	}
+	return out
+}
+
+// follows reports whether a follower of in reads path, one of its matches: a glob's
+// symbolic links out of its root are refused.
+func follows(in config.Input, path string) bool {
+	return !in.File.IsGlob() || follow.OutOfRoot(in.File.Path, path) == nil
+}
+
+// configWarns reports whether config warns of inputs of paths a and b reading a file
+// twice: one is a path that the other, a glob, matches as written.
+func configWarns(a, b string) bool {
+	matches := func(glob, path string) bool {
+		ok, _ := filepath.Match(filepath.Clean(glob), filepath.Clean(path))
+		return config.IsGlob(glob) && !config.IsGlob(path) && ok
+	}
+	return matches(a, b) || matches(b, a)
+}
+
+// outOfRoot words the warning of MissingInputs for the path of input label whose every
+// file (of matches, those that are not directories) the follower refuses as a symbolic
+// link out of the glob's root; "" when it reads one. some is whether matches has a file
+// at all. It stops at the first file read, most often the first: a start or a reload
+// stats no more of a glob of thousands of pod files.
+func outOfRoot(label, path string, matches []string) (warning string, some bool) {
+	var first error
+	files := 0
+	for _, m := range matches {
+		if !notDir(m) {
+			continue
+		}
+		files++
+		if !config.IsGlob(path) {
+			return "", true // a path given as it is may be a link anywhere
+		}
+		err := follow.OutOfRoot(path, m)
+		if err == nil {
+			return "", true
+		}
+		first = cmp.Or(first, err)
+	}
+	if files == 0 {
+		return "", false
+	}
+	more := ""
+	switch files {
+	case 1:
+	case 2:
+		more = ", and so is the other file it matches"
+	default:
+		more = fmt.Sprintf(", and so are the %d other files it matches", files-1)
+	}
+	return fmt.Sprintf("input %q: path %q matches no file it reads: %v%s; glob the files the links lead to, and logwindow_input_files{input=%q} is 0 until then", label, path, first, more, label), true
 }
 
 // SocketProblems words a warning for every syslog input whose unix socket could not be
@@ -955,7 +1093,7 @@ func SocketProblems(cfg *config.Config) []string {
 // notDir reports whether path is there and is not a directory (a symlink is looked
 // through): something a follower may read.
 func notDir(path string) bool {
-	fi, err := os.Stat(path)
+	fi, err := statMatch(path)
 	return err == nil && !fi.IsDir()
 }
 

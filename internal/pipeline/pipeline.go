@@ -493,10 +493,11 @@ func (p *Pipeline) warnConfig(cfg *config.Config) {
 
 // StartWarnings are what the start warns of cfg besides the rule file's own warnings
 // (config.Warnings), which it can tell only of the machine and the flags: the inputs'
-// paths that match no file (MissingInputs), and a series budget past the memory bound
-// seriesMaxBytes (store.BudgetsPastBound).
+// paths that match no file (MissingInputs), files two inputs read for one rule
+// (ReadTwice), and a series budget past the memory bound seriesMaxBytes
+// (store.BudgetsPastBound).
 func StartWarnings(cfg *config.Config, seriesMaxBytes int64) []string {
-	return append(MissingInputs(cfg), store.BudgetsPastBound(cfg, seriesMaxBytes)...)
+	return slices.Concat(MissingInputs(cfg), ReadTwice(cfg), store.BudgetsPastBound(cfg, seriesMaxBytes))
 }
 
 // Ready reports whether every input has opened and positioned the files that exist, or

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -199,7 +200,9 @@ next:
 
 // MissingInputs names each input whose path matches no file, by name or path, and a rule
 // file of no input at all: a glob that matches only directories (a pod's, its files'
-// level left out) reads nothing either, as does a path that is a directory.
+// level left out) reads nothing either, as does a path that is a directory, or a glob
+// whose files are all symbolic links out of its root (/var/log/containers/*.log, whose
+// links lead into /var/log/pods), which the follower refuses.
 func TestMissingInputs(t *testing.T) {
 	dir := t.TempDir()
 	present := filepath.Join(dir, "present.log")
@@ -209,6 +212,26 @@ func TestMissingInputs(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(dir, "pods", "web-1"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	for _, d := range []string{"containers", "mixed", "inside/real"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for link, target := range map[string]string{
+		"containers/web-1_default_nginx-1.log": present,
+		"containers/web-2_default_nginx-2.log": present,
+		"mixed/out.log":                        present,
+		"inside/in.log":                        filepath.Join(dir, "inside/real/in.log"),
+	} {
+		if err := os.Symlink(target, filepath.Join(dir, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{"mixed/own.log", "inside/real/in.log"} {
+		if err := os.WriteFile(filepath.Join(dir, f), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	cfg, err := config.Parse([]byte(fmt.Sprintf(`
 inputs:
   - {name: ok, path: %[1]s/present.log}
@@ -217,8 +240,16 @@ inputs:
   - {path: %[1]s/none-*.log}
   - {name: pods, path: %[1]s/pods/*}
   - {name: dir, path: %[1]s/pods}
+  - {name: links, path: %[1]s/containers/*.log}
+  - {name: mixed, path: %[1]s/mixed/*.log}
+  - {name: inside, path: %[1]s/inside/*.log}
+  - {name: linked, path: %[1]s/containers/web-1_default_nginx-1.log}
 rules: [{name: lines, match: x}]
 `, dir)), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	real, err := filepath.EvalSymlinks(present) // a temporary directory may be under a link (darwin's /var)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,6 +259,7 @@ rules: [{name: lines, match: x}]
 		fmt.Sprintf(`input %[1]q: path %[1]q matches no file; it is followed once one appears, and logwindow_input_files{input=%[1]q} is 0 until then`, dir+"/none-*.log"),
 		fmt.Sprintf(`input "pods": path %q matches only directories, which are not read (a glob names files: DIR/*.log); it is followed once a file matches, and logwindow_input_files{input="pods"} is 0 until then`, dir+"/pods/*"),
 		fmt.Sprintf(`input "dir": path %q matches only directories, which are not read (a glob names files: DIR/*.log); it is followed once a file matches, and logwindow_input_files{input="dir"} is 0 until then`, dir+"/pods"),
+		fmt.Sprintf(`input "links": path %q matches no file it reads: %[2]s/containers/web-1_default_nginx-1.log resolves to %[3]s, outside %[2]s/containers: a symbolic link out of the glob's root is not followed, and so is the other file it matches; glob the files the links lead to, and logwindow_input_files{input="links"} is 0 until then`, dir+"/containers/*.log", dir, real),
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -239,6 +271,146 @@ rules: [{name: lines, match: x}]
 	}
 	if got, want := MissingInputs(none), "no inputs: served, the rules read no line"; len(got) != 1 || !strings.HasPrefix(got[0], want) {
 		t.Errorf("a rule file of no input: %q, want one warning beginning %q", got, want)
+	}
+}
+
+// MissingInputs, at every start and reload, stats a glob's matches until the first file
+// it reads, not the thousands of a node's pods; all of them only when it warns that it
+// reads none.
+func TestMissingInputsStats(t *testing.T) {
+	dir := t.TempDir()
+	const pods = 20
+	for _, d := range []string{"pods", "containers"} {
+		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range pods {
+		log := filepath.Join(dir, "pods", fmt.Sprintf("%d.log", i))
+		if err := os.WriteFile(log, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(log, filepath.Join(dir, "containers", fmt.Sprintf("%d.log", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stats := 0
+	statMatch = func(name string) (os.FileInfo, error) {
+		stats++
+		return os.Stat(name)
+	}
+	t.Cleanup(func() { statMatch = os.Stat })
+	for _, tc := range []struct {
+		name, glob string
+		warnings   int
+		stats      int
+	}{
+		{"files it reads", "pods/*.log", 0, 1},
+		{"links out of its root", "containers/*.log", 1, pods},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := config.Parse(fmt.Appendf(nil, "inputs: [{path: %s}]\nrules: [{name: lines, match: x}]\n", filepath.Join(dir, tc.glob)), "rules.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			stats = 0
+			if got := MissingInputs(cfg); len(got) != tc.warnings {
+				t.Errorf("warnings %q, want %d", got, tc.warnings)
+			}
+			if stats != tc.stats {
+				t.Errorf("%d stats, want %d", stats, tc.stats)
+			}
+		})
+	}
+}
+
+// ReadTwice names two inputs whose globs (or a path and a glob, written otherwise than
+// the glob, which config warns of) match a file now, when a rule reads both: that rule
+// counts the file's lines twice. Rules that keep to one input each count them once.
+func TestReadTwice(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"pods/ns_web-1_u1/nginx/0.log", "pods/ns_web-2_u2/nginx/0.log", "pods/ns_app-1_u3/app/0.log"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A path given as it is is followed wherever its link leads, out of its directory too.
+	if err := os.Mkdir(filepath.Join(dir, "links"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(dir, "pods/ns_web-1_u1/nginx/0.log"), filepath.Join(dir, "links/web.log")); err != nil {
+		t.Fatal(err)
+	}
+	// kubelet's /var/log/containers: links into the pods' tree, out of the glob's root.
+	if err := os.Mkdir(filepath.Join(dir, "containers"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(dir, "pods/ns_web-1_u1/nginx/0.log"), filepath.Join(dir, "containers/web-1_ns_nginx-0.log")); err != nil {
+		t.Fatal(err)
+	}
+	inputs := fmt.Sprintf(`
+inputs:
+  - {name: nginx, path: %[1]s/pods/*_*_*/nginx/*.log}
+  - {name: all, path: %[1]s/pods/*_*_*/*/*.log}
+  - {name: app, path: %[1]s/pods/*_*_*/app/*.log}
+  - {name: link, path: %[1]s/links/web.log}`, dir)
+	stats := 0
+	statMatch = func(name string) (os.FileInfo, error) {
+		stats++
+		return os.Stat(name)
+	}
+	t.Cleanup(func() { statMatch = os.Stat })
+	for _, tc := range []struct {
+		name, inputs, rules string
+		// stats are the stats of files it costs: each input of a pair that a rule reads
+		// both of is listed, once; the other inputs are not.
+		stats int
+		want  []string
+	}{
+		{"a rule of every input", "\n", "rules: [{name: lines, match: x}]", 2 + 3 + 1 + 1, []string{
+			fmt.Sprintf(`inputs "nginx" and "all" both read %s/pods/ns_web-1_u1/nginx/0.log and 1 other file: rule "lines", which reads both inputs, counts their lines twice; narrow a glob, or name one of the inputs in the rule's inputs:`, dir),
+			fmt.Sprintf(`inputs "nginx" and "link" both read %s/pods/ns_web-1_u1/nginx/0.log: rule "lines", which reads both inputs, counts their lines twice; narrow a glob, or name one of the inputs in the rule's inputs:`, dir),
+			fmt.Sprintf(`inputs "all" and "app" both read %s/pods/ns_app-1_u3/app/0.log: rule "lines", which reads both inputs, counts their lines twice; narrow a glob, or name one of the inputs in the rule's inputs:`, dir),
+			fmt.Sprintf(`inputs "all" and "link" both read %s/pods/ns_web-1_u1/nginx/0.log: rule "lines", which reads both inputs, counts their lines twice; narrow a glob, or name one of the inputs in the rule's inputs:`, dir),
+		}},
+		{"rules of one input each", "\n", "rules: [{name: a, match: x, inputs: [nginx, app]}, {name: b, match: x, inputs: [all]}, {name: c, match: x, inputs: [link]}]", 2 + 1, nil},
+		// The follower refuses a glob's links out of its root: only "all" reads the file.
+		{"links out of a glob's root", fmt.Sprintf(`
+  - {name: containers, path: %[1]s/containers/*.log}
+`, dir), "rules: [{name: a, match: x, inputs: [containers, all]}]", 1 + 3, nil},
+		// A container's stdout and stderr, each read by an input of its own: no line is
+		// read twice.
+		{"streams apart", fmt.Sprintf(`
+  - {name: out, path: %[1]s/pods/*/app/*.log, wrapper: cri, streams: [stdout]}
+  - {name: err, path: %[1]s/pods/*_app-*_*/app/*.log, wrapper: cri, streams: [stderr]}
+  - {name: both, path: %[1]s/pods/ns_*/app/*.log, wrapper: cri}
+`, dir), "rules: [{name: a, match: x, inputs: [out, err]}, {name: b, match: x, inputs: [err, both]}]", 1 + 1, []string{
+			fmt.Sprintf(`inputs "err" and "both" both read %s/pods/ns_app-1_u3/app/0.log: rule "b", which reads both inputs, counts their lines twice; narrow a glob, or name one of the inputs in the rule's inputs:`, dir),
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := config.Parse([]byte(inputs+tc.inputs+tc.rules), "rules.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			stats = 0
+			if got := ReadTwice(cfg); !slices.Equal(got, tc.want) {
+				t.Errorf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+			}
+			if stats != tc.stats {
+				t.Errorf("%d stats, want %d", stats, tc.stats)
+			}
+			// What --config.check, the start and a reload warn of.
+			start := StartWarnings(cfg, 0)
+			for _, w := range tc.want {
+				if !slices.Contains(start, w) {
+					t.Errorf("start warnings:\n%s\nwant among them:\n%s", strings.Join(start, "\n"), w)
+				}
+			}
+		})
 	}
 }
 

@@ -240,6 +240,18 @@ func (t *tree) inRoot(path string) error {
 	return t.realInRoot(path, real)
 }
 
+// OutOfRoot is why a follower of the glob pattern refuses path, one of its matches: a
+// symbolic link on its way leads out of the glob's root; nil when none does (or path
+// cannot be resolved, which the follower says itself). --config.check warns of a glob
+// whose every file is refused so.
+func OutOfRoot(pattern, path string) error {
+	t := tree{root: filepath.Clean(globRoot(pattern))}
+	if err := t.inRoot(path); errors.Is(err, errOutside) {
+		return err
+	}
+	return nil
+}
+
 // realInRoot checks real, what path resolves to, against the glob's root. Both
 // are made absolute: a relative glob resolves to relative paths, the kernel
 // says where a file is opened by its absolute path.
