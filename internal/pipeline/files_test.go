@@ -276,12 +276,7 @@ rules:
 	if err != nil {
 		t.Fatal(err)
 	}
-	stats := 0
-	statMatch = func(name string) (os.FileInfo, error) {
-		stats++
-		return os.Stat(name)
-	}
-	t.Cleanup(func() { statMatch = os.Stat })
+	stats := countStats(t)
 
 	for _, c := range []struct {
 		name, glob string
@@ -291,25 +286,25 @@ rules:
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			opts := Options{Now: time.Now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
-			stats = 0
+			*stats = 0
 			var out strings.Builder
 			if err := Replay(cfg, []string{c.glob}, opts, &out); err != nil {
 				t.Fatal(err)
 			}
-			if stats != logs {
-				t.Errorf("replay stat'd the input's files %d times, want %d", stats, logs)
+			if *stats != logs {
+				t.Errorf("replay stat'd the input's files %d times, want %d", *stats, logs)
 			}
 			if want := `web_total{file="f00"} 2`; !strings.Contains(out.String(), want+"\n") || strings.Count(out.String(), "web_total{") != logs {
 				t.Errorf("replay: want %d series, %s among them:\n%s", logs, want, out.String())
 			}
 
-			stats = 0
+			*stats = 0
 			lines, err := Explain(cfg, c.glob, logs+rotated, opts)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if stats != logs {
-				t.Errorf("explain stat'd the input's files %d times, want %d", stats, logs)
+			if *stats != logs {
+				t.Errorf("explain stat'd the input's files %d times, want %d", *stats, logs)
 			}
 			counted := 0
 			for _, l := range lines {
@@ -322,4 +317,15 @@ rules:
 			}
 		})
 	}
+}
+
+// countStats counts the stats of globs' matches (statMatch) while the test runs.
+func countStats(t *testing.T) *int {
+	n := new(int)
+	statMatch = func(name string) (os.FileInfo, error) {
+		*n++
+		return os.Stat(name)
+	}
+	t.Cleanup(func() { statMatch = os.Stat })
+	return n
 }

@@ -294,12 +294,7 @@ func TestMissingInputsStats(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	stats := 0
-	statMatch = func(name string) (os.FileInfo, error) {
-		stats++
-		return os.Stat(name)
-	}
-	t.Cleanup(func() { statMatch = os.Stat })
+	stats := countStats(t)
 	for _, tc := range []struct {
 		name, glob string
 		warnings   int
@@ -313,12 +308,12 @@ func TestMissingInputsStats(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			stats = 0
+			*stats = 0
 			if got := MissingInputs(cfg); len(got) != tc.warnings {
 				t.Errorf("warnings %q, want %d", got, tc.warnings)
 			}
-			if stats != tc.stats {
-				t.Errorf("%d stats, want %d", stats, tc.stats)
+			if *stats != tc.stats {
+				t.Errorf("%d stats, want %d", *stats, tc.stats)
 			}
 		})
 	}
@@ -357,12 +352,7 @@ inputs:
   - {name: all, path: %[1]s/pods/*_*_*/*/*.log}
   - {name: app, path: %[1]s/pods/*_*_*/app/*.log}
   - {name: link, path: %[1]s/links/web.log}`, dir)
-	stats := 0
-	statMatch = func(name string) (os.FileInfo, error) {
-		stats++
-		return os.Stat(name)
-	}
-	t.Cleanup(func() { statMatch = os.Stat })
+	stats := countStats(t)
 	for _, tc := range []struct {
 		name, inputs, rules string
 		// stats are the stats of files it costs: each input of a pair that a rule reads
@@ -396,12 +386,12 @@ inputs:
 			if err != nil {
 				t.Fatal(err)
 			}
-			stats = 0
+			*stats = 0
 			if got := ReadTwice(cfg); !slices.Equal(got, tc.want) {
 				t.Errorf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
 			}
-			if stats != tc.stats {
-				t.Errorf("%d stats, want %d", stats, tc.stats)
+			if *stats != tc.stats {
+				t.Errorf("%d stats, want %d", *stats, tc.stats)
 			}
 			// What --config.check, the start and a reload warn of.
 			start := StartWarnings(cfg, 0)
