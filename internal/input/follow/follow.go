@@ -64,7 +64,8 @@ type Options struct {
 	RotationGrace time.Duration
 	// PollInterval is the period of the scan that runs whether or not
 	// inotify is available (0 means DefaultPollInterval): the whole change
-	// detection without inotify, a safety net with it.
+	// detection without inotify, a safety net with it, which comes every
+	// quietPolls-th period while inotify covers the input (Follower.covers).
 	PollInterval time.Duration
 	// Logger receives the files followed, rotations, truncations and errors; nil
 	// discards them. Its lines name the file (path); the caller's With names the input.
@@ -190,6 +191,8 @@ type Options struct {
 	readDir func(dir string) ([]os.DirEntry, error)
 	// look is os.Stat (follow) or os.Lstat: tests count what discovery looks at.
 	look func(path string, follow bool) (os.FileInfo, error)
+	// local is localFS: tests say which directories are on a network file system.
+	local func(dir string) bool
 	// Chunk, when set, is called in the reading goroutine after each read from a file
 	// and before the lines it completed are handed on (up to the read buffer, 64 KiB by
 	// default, some hundreds of lines): a handler that needs the time of a line's
@@ -327,6 +330,9 @@ func (o Options) normalize() (Options, error) {
 	if o.look == nil {
 		o.look = look
 	}
+	if o.local == nil {
+		o.local = localFS
+	}
 	return o, nil
 }
 
@@ -398,12 +404,27 @@ type Follower struct {
 	atStart     map[fileID]int64  // size at Start of files present then, for start at end
 	waiting     map[string]bool   // paths of the files waiting for a place (Options.Files)
 	resume      *resume           // Options.Resume, until Start applied it
+	// covered says that the last scan found inotify reporting every change the poll could
+	// find (covers), and quiet how many polls since the last whole one were skipped so.
+	covered bool
+	quiet   int
 
 	ready     atomic.Bool
 	readyAt   time.Time    // the first scan's end on Options' clock, set before ready
 	backfills atomic.Int64 // Backfill calls still due for files of the first scan
 	stopping  atomic.Bool
 	turns     atomic.Uint64 // turns of the reader over all files, for tests that must see one complete
+
+	// whole asks the reader's next turn to look at every open file (poke); written holds
+	// the paths Write events named since its last turn (nudge), which a turn without
+	// whole looks at alone, with the files that need a look at every turn (lookAlways).
+	whole     atomic.Bool
+	writtenMu sync.Mutex
+	written   map[string]bool
+	// again is the files the reader's last turn left with more to read, or skipped while
+	// a file under their path had more: the next turn looks at them whatever woke it.
+	// Owned by the reading goroutine.
+	again map[*tracked]bool
 
 	stop     chan struct{}
 	wake     chan struct{}
@@ -453,6 +474,8 @@ func newFollower(opts Options, h input.Handler) (*Follower, error) {
 		atStart:     make(map[fileID]int64),
 		resume:      newResume(o.Resume, truncatedPositions(o.Truncated), o.Drained),
 		readPaths:   make(map[string]bool),
+		written:     make(map[string]bool),
+		again:       make(map[*tracked]bool),
 		stop:        make(chan struct{}),
 		wake:        make(chan struct{}, 1),
 	}
@@ -611,8 +634,24 @@ func (f *Follower) release(id fileID) {
 	}
 }
 
-// poke tells the reader there may be something to read; pokes coalesce.
+// poke tells the reader there may be something to read in any file: its next turn looks
+// at every open file. Pokes coalesce.
 func (f *Follower) poke() {
+	f.whole.Store(true)
+	f.signal()
+}
+
+// nudge tells the reader that an event named path as written: unless poked meanwhile,
+// its next turn looks at the files read under the paths nudged alone (and those it looks
+// at every turn), so that a write costs a look at its file, not at all of them.
+func (f *Follower) nudge(path string) {
+	f.writtenMu.Lock()
+	f.written[filepath.Clean(path)] = true
+	f.writtenMu.Unlock()
+	f.signal()
+}
+
+func (f *Follower) signal() {
 	select {
 	case f.wake <- struct{}{}:
 	default:
@@ -622,8 +661,9 @@ func (f *Follower) poke() {
 // readLoop is the one goroutine that calls the Handler.
 func (f *Follower) readLoop() {
 	defer f.wg.Done()
+	f.whole.Store(true)
 	for {
-		more := f.readAll()
+		more := f.turn()
 		if f.stopping.Load() {
 			return
 		}
@@ -641,19 +681,81 @@ func (f *Follower) readLoop() {
 	}
 }
 
+// turn is one turn of the reader, over every file when poked, else over those nudged.
+func (f *Follower) turn() bool {
+	if f.whole.Swap(false) {
+		f.takeWritten() // the whole turn looks at them too
+		return f.readAll()
+	}
+	return f.readWritten(f.takeWritten())
+}
+
+// takeWritten returns the paths nudged since it was last called, and forgets them.
+func (f *Follower) takeWritten() map[string]bool {
+	f.writtenMu.Lock()
+	defer f.writtenMu.Unlock()
+	if len(f.written) == 0 {
+		return nil
+	}
+	w := f.written
+	f.written = make(map[string]bool, len(w))
+	return w
+}
+
 // readAll gives every open file one turn and retires rotated files that
 // have been idle for the grace period. It reports whether a file has more to
 // read right away.
 func (f *Follower) readAll() (more bool) {
+	more = f.readTurn(true, nil)
+	f.turns.Add(1)
+	return more
+}
+
+// readWritten is readAll for the files read under the paths written names, those the
+// last turn left behind (again) and those that need a look at every turn (lookAlways):
+// the turn of a Write event. A path no open file is read under (a symlink's target, a
+// file renamed away under another name) may be any file's: the turn looks at every
+// file then.
+func (f *Follower) readWritten(written map[string]bool) bool {
+	if len(written) > 0 {
+		named := make(map[string]bool, len(written))
+		f.mu.Lock()
+		for _, t := range f.files {
+			if p := filepath.Clean(t.path); written[p] {
+				named[p] = true
+			}
+		}
+		f.mu.Unlock()
+		if len(named) < len(written) {
+			return f.readAll()
+		}
+	}
+	return f.readTurn(false, written)
+}
+
+// lookAlways reports whether t is looked at by every turn of the reader, not only when
+// an event named it: a file that left its path may have left the directories watched
+// too, and is retired after its grace by a turn (retireIfIdle); a judged one is read
+// once it is told to be no copy (judged), which no event says; a failed read is retried,
+// and a Backfill due is called, at the next turn. f.mu must be held.
+func (t *tracked) lookAlways() bool {
+	return t.rotated || t.judging.Load() || t.backfill || t.readErr != ""
+}
+
+// readTurn gives the open files one turn: all of them, or those read under the paths only
+// holds, those the last turn left behind and those that look at every turn.
+func (f *Follower) readTurn(all bool, only map[string]bool) (more bool) {
 	f.mu.Lock()
-	turn := make([]*tracked, len(f.files))
-	paths := make([]string, len(f.files))
-	copy(turn, f.files)
-	for i, t := range turn {
-		paths[i] = t.path
+	turn := make([]*tracked, 0, len(f.files))
+	paths := make([]string, 0, len(f.files))
+	for _, t := range f.files {
+		if all || only[filepath.Clean(t.path)] || f.again[t] || t.lookAlways() {
+			turn, paths = append(turn, t), append(paths, t.path)
+		}
 	}
 	changed := f.pathsChanged
 	f.mu.Unlock()
+	clear(f.again)
 	if f.o.Closed != nil && changed != f.readChanged {
 		f.readChanged = changed
 		f.closeGone(paths)
@@ -676,18 +778,19 @@ func (f *Follower) readAll() (more bool) {
 			}
 		}
 		if slices.Contains(behind, paths[i]) {
+			f.again[t] = true
 			continue
 		}
 		m := f.step(t, paths[i])
 		more = more || m
 		if m {
 			behind = append(behind, paths[i])
+			f.again[t] = true
 		} else {
 			f.retireIfIdle(t, paths[i])
 		}
 	}
 	f.settleTruncations()
-	f.turns.Add(1)
 	return more
 }
 
