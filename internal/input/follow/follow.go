@@ -421,10 +421,15 @@ type Follower struct {
 	whole     atomic.Bool
 	writtenMu sync.Mutex
 	written   map[string]bool
+	taken     map[string]bool // the written of the turn, the room of the next written
 	// again is the files the reader's last turn left with more to read, or skipped while
 	// a file under their path had more: the next turn looks at them whatever woke it.
 	// Owned by the reading goroutine.
 	again map[*tracked]bool
+	// turnFiles and turnPaths are the room of a turn's files and their paths, kept from
+	// turn to turn: a write's turn costs no allocation. Owned by the reading goroutine.
+	turnFiles []*tracked
+	turnPaths []string
 
 	stop     chan struct{}
 	wake     chan struct{}
@@ -475,6 +480,7 @@ func newFollower(opts Options, h input.Handler) (*Follower, error) {
 		resume:      newResume(o.Resume, truncatedPositions(o.Truncated), o.Drained),
 		readPaths:   make(map[string]bool),
 		written:     make(map[string]bool),
+		taken:       make(map[string]bool),
 		again:       make(map[*tracked]bool),
 		stop:        make(chan struct{}),
 		wake:        make(chan struct{}, 1),
@@ -645,8 +651,11 @@ func (f *Follower) poke() {
 // its next turn looks at the files read under the paths nudged alone (and those it looks
 // at every turn), so that a write costs a look at its file, not at all of them.
 func (f *Follower) nudge(path string) {
+	if !config.IsGlob(f.o.Path) && filepath.Clean(path) == filepath.Clean(f.o.Path) {
+		path = f.o.Path // as written, which the file is read under
+	}
 	f.writtenMu.Lock()
-	f.written[filepath.Clean(path)] = true
+	f.written[path] = true
 	f.writtenMu.Unlock()
 	f.signal()
 }
@@ -687,19 +696,17 @@ func (f *Follower) turn() bool {
 		f.takeWritten() // the whole turn looks at them too
 		return f.readAll()
 	}
-	return f.readWritten(f.takeWritten())
+	return f.readTurn(false, f.takeWritten())
 }
 
-// takeWritten returns the paths nudged since it was last called, and forgets them.
+// takeWritten returns the paths nudged since it was last called, valid until it is
+// called again, and forgets them.
 func (f *Follower) takeWritten() map[string]bool {
 	f.writtenMu.Lock()
 	defer f.writtenMu.Unlock()
-	if len(f.written) == 0 {
-		return nil
-	}
-	w := f.written
-	f.written = make(map[string]bool, len(w))
-	return w
+	clear(f.taken)
+	f.written, f.taken = f.taken, f.written
+	return f.taken
 }
 
 // readAll gives every open file one turn and retires rotated files that
@@ -711,26 +718,14 @@ func (f *Follower) readAll() (more bool) {
 	return more
 }
 
-// readWritten is readAll for the files read under the paths written names, those the
-// last turn left behind (again) and those that need a look at every turn (lookAlways):
-// the turn of a Write event. A path no open file is read under (a symlink's target, a
-// file renamed away under another name) may be any file's: the turn looks at every
-// file then.
-func (f *Follower) readWritten(written map[string]bool) bool {
-	if len(written) > 0 {
-		named := make(map[string]bool, len(written))
-		f.mu.Lock()
-		for _, t := range f.files {
-			if p := filepath.Clean(t.path); written[p] {
-				named[p] = true
-			}
-		}
-		f.mu.Unlock()
-		if len(named) < len(written) {
-			return f.readAll()
+// named reports whether each of written is one of paths.
+func named(written map[string]bool, paths []string) bool {
+	for p := range written {
+		if !slices.Contains(paths, p) {
+			return false
 		}
 	}
-	return f.readTurn(false, written)
+	return true
 }
 
 // lookAlways reports whether t is looked at by every turn of the reader, not only when
@@ -742,23 +737,43 @@ func (t *tracked) lookAlways() bool {
 	return t.rotated || t.judging.Load() || t.backfill || t.readErr != ""
 }
 
-// readTurn gives the open files one turn: all of them, or those read under the paths only
-// holds, those the last turn left behind and those that look at every turn.
+// readTurn gives the open files one turn: all of them, or, for a turn of Write events,
+// those read under the paths only holds, those the last turn left behind (again) and
+// those that look at every turn (lookAlways). A path of only that no open file is read
+// under (a symlink's target, a file renamed away under another name) may be any file's:
+// the turn looks at all of them then.
 func (f *Follower) readTurn(all bool, only map[string]bool) (more bool) {
 	f.mu.Lock()
-	turn := make([]*tracked, 0, len(f.files))
-	paths := make([]string, 0, len(f.files))
+	turn, paths := f.turnFiles[:0], f.turnPaths[:0]
 	for _, t := range f.files {
-		if all || only[filepath.Clean(t.path)] || f.again[t] || t.lookAlways() {
+		if all || only[t.path] || f.again[t] || t.lookAlways() {
 			turn, paths = append(turn, t), append(paths, t.path)
 		}
 	}
+	if !all && !named(only, paths) {
+		turn, paths = turn[:0], paths[:0]
+		for _, t := range f.files {
+			turn, paths = append(turn, t), append(paths, t.path)
+		}
+		all = true
+	}
 	changed := f.pathsChanged
-	f.mu.Unlock()
-	clear(f.again)
+	var open []string // the paths of every open file, for closeGone
 	if f.o.Closed != nil && changed != f.readChanged {
+		open = paths
+		if !all {
+			open = make([]string, len(f.files))
+			for i, t := range f.files {
+				open[i] = t.path
+			}
+		}
+	}
+	f.mu.Unlock()
+	f.turnFiles, f.turnPaths = turn, paths
+	clear(f.again)
+	if open != nil {
 		f.readChanged = changed
-		f.closeGone(paths)
+		f.closeGone(open)
 	}
 
 	// The paths whose file read this turn has more: a later file under one (its
