@@ -50,6 +50,16 @@
 //     churn of directories costs what changed, not the whole tree per event.
 //     A listing made within settleAfter of the directory's mtime is made
 //     again, as a change in the same timestamp tick would not show.
+//   - The poll (a scan, and a turn of the reader over every open file) comes
+//     every PollInterval, but every quietPolls-th interval only while inotify
+//     reports what it would find (Follower.covers): every directory watched, on
+//     a local file system, every match reached through no symlink, nothing
+//     waiting to be retried. A Write event has the reader look at the file
+//     read under the path it names (nudge), or at every file when none is; a
+//     file that left its path, one being judged or failing, is looked at every
+//     interval; an overflow makes the next poll whole. Polling alone, a
+//     directory without a watch and a network file system, whose other hosts'
+//     writes inotify does not report, keep the poll at every interval.
 //   - Files are read under the paths a glob matched. A symlink out of the
 //     glob's root (the longest directory prefix without metacharacters), to
 //     a file or a directory, is refused: counted and logged once, checked

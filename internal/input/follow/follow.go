@@ -64,7 +64,8 @@ type Options struct {
 	RotationGrace time.Duration
 	// PollInterval is the period of the scan that runs whether or not
 	// inotify is available (0 means DefaultPollInterval): the whole change
-	// detection without inotify, a safety net with it.
+	// detection without inotify, a safety net with it, which comes every
+	// quietPolls-th period while inotify covers the input (Follower.covers).
 	PollInterval time.Duration
 	// Logger receives the files followed, rotations, truncations and errors; nil
 	// discards them. Its lines name the file (path); the caller's With names the input.
@@ -190,6 +191,8 @@ type Options struct {
 	readDir func(dir string) ([]os.DirEntry, error)
 	// look is os.Stat (follow) or os.Lstat: tests count what discovery looks at.
 	look func(path string, follow bool) (os.FileInfo, error)
+	// local is localFS: tests say which directories are on a network file system.
+	local func(dir string) bool
 	// Chunk, when set, is called in the reading goroutine after each read from a file
 	// and before the lines it completed are handed on (up to the read buffer, 64 KiB by
 	// default, some hundreds of lines): a handler that needs the time of a line's
@@ -327,6 +330,9 @@ func (o Options) normalize() (Options, error) {
 	if o.look == nil {
 		o.look = look
 	}
+	if o.local == nil {
+		o.local = localFS
+	}
 	return o, nil
 }
 
@@ -398,12 +404,32 @@ type Follower struct {
 	atStart     map[fileID]int64  // size at Start of files present then, for start at end
 	waiting     map[string]bool   // paths of the files waiting for a place (Options.Files)
 	resume      *resume           // Options.Resume, until Start applied it
+	// covered says that the last scan found inotify reporting every change the poll could
+	// find (covers), and quiet how many polls since the last whole one were skipped so.
+	covered bool
+	quiet   int
 
 	ready     atomic.Bool
 	readyAt   time.Time    // the first scan's end on Options' clock, set before ready
 	backfills atomic.Int64 // Backfill calls still due for files of the first scan
 	stopping  atomic.Bool
 	turns     atomic.Uint64 // turns of the reader over all files, for tests that must see one complete
+
+	// whole asks the reader's next turn to look at every open file (poke); written holds
+	// the paths Write events named since its last turn (nudge), which a turn without
+	// whole looks at alone, with the files that need a look at every turn (lookAlways).
+	whole     atomic.Bool
+	writtenMu sync.Mutex
+	written   map[string]bool
+	taken     map[string]bool // the written of the turn, the room of the next written
+	// again is the files the reader's last turn left with more to read, or skipped while
+	// a file under their path had more: the next turn looks at them whatever woke it.
+	// Owned by the reading goroutine.
+	again map[*tracked]bool
+	// turnFiles and turnPaths are the room of a turn's files and their paths, kept from
+	// turn to turn: a write's turn costs no allocation. Owned by the reading goroutine.
+	turnFiles []*tracked
+	turnPaths []string
 
 	stop     chan struct{}
 	wake     chan struct{}
@@ -453,6 +479,9 @@ func newFollower(opts Options, h input.Handler) (*Follower, error) {
 		atStart:     make(map[fileID]int64),
 		resume:      newResume(o.Resume, truncatedPositions(o.Truncated), o.Drained),
 		readPaths:   make(map[string]bool),
+		written:     make(map[string]bool),
+		taken:       make(map[string]bool),
+		again:       make(map[*tracked]bool),
 		stop:        make(chan struct{}),
 		wake:        make(chan struct{}, 1),
 	}
@@ -611,8 +640,27 @@ func (f *Follower) release(id fileID) {
 	}
 }
 
-// poke tells the reader there may be something to read; pokes coalesce.
+// poke tells the reader there may be something to read in any file: its next turn looks
+// at every open file. Pokes coalesce.
 func (f *Follower) poke() {
+	f.whole.Store(true)
+	f.signal()
+}
+
+// nudge tells the reader that an event named path as written: unless poked meanwhile,
+// its next turn looks at the files read under the paths nudged alone (and those it looks
+// at every turn), so that a write costs a look at its file, not at all of them.
+func (f *Follower) nudge(path string) {
+	if !config.IsGlob(f.o.Path) && filepath.Clean(path) == filepath.Clean(f.o.Path) {
+		path = f.o.Path // as written, which the file is read under
+	}
+	f.writtenMu.Lock()
+	f.written[path] = true
+	f.writtenMu.Unlock()
+	f.signal()
+}
+
+func (f *Follower) signal() {
 	select {
 	case f.wake <- struct{}{}:
 	default:
@@ -622,8 +670,9 @@ func (f *Follower) poke() {
 // readLoop is the one goroutine that calls the Handler.
 func (f *Follower) readLoop() {
 	defer f.wg.Done()
+	f.whole.Store(true)
 	for {
-		more := f.readAll()
+		more := f.turn()
 		if f.stopping.Load() {
 			return
 		}
@@ -641,22 +690,90 @@ func (f *Follower) readLoop() {
 	}
 }
 
+// turn is one turn of the reader, over every file when poked, else over those nudged.
+func (f *Follower) turn() bool {
+	if f.whole.Swap(false) {
+		f.takeWritten() // the whole turn looks at them too
+		return f.readAll()
+	}
+	return f.readTurn(false, f.takeWritten())
+}
+
+// takeWritten returns the paths nudged since it was last called, valid until it is
+// called again, and forgets them.
+func (f *Follower) takeWritten() map[string]bool {
+	f.writtenMu.Lock()
+	defer f.writtenMu.Unlock()
+	clear(f.taken)
+	f.written, f.taken = f.taken, f.written
+	return f.taken
+}
+
 // readAll gives every open file one turn and retires rotated files that
 // have been idle for the grace period. It reports whether a file has more to
 // read right away.
 func (f *Follower) readAll() (more bool) {
+	more = f.readTurn(true, nil)
+	f.turns.Add(1)
+	return more
+}
+
+// named reports whether each of written is one of paths.
+func named(written map[string]bool, paths []string) bool {
+	for p := range written {
+		if !slices.Contains(paths, p) {
+			return false
+		}
+	}
+	return true
+}
+
+// lookAlways reports whether t is looked at by every turn of the reader, not only when
+// an event named it: a file that left its path may have left the directories watched
+// too, and is retired after its grace by a turn (retireIfIdle); a judged one is read
+// once it is told to be no copy (judged), which no event says; a failed read is retried,
+// and a Backfill due is called, at the next turn. f.mu must be held.
+func (t *tracked) lookAlways() bool {
+	return t.rotated || t.judging.Load() || t.backfill || t.readErr != ""
+}
+
+// readTurn gives the open files one turn: all of them, or, for a turn of Write events,
+// those read under the paths only holds, those the last turn left behind (again) and
+// those that look at every turn (lookAlways). A path of only that no open file is read
+// under (a symlink's target, a file renamed away under another name) may be any file's:
+// the turn looks at all of them then.
+func (f *Follower) readTurn(all bool, only map[string]bool) (more bool) {
 	f.mu.Lock()
-	turn := make([]*tracked, len(f.files))
-	paths := make([]string, len(f.files))
-	copy(turn, f.files)
-	for i, t := range turn {
-		paths[i] = t.path
+	turn, paths := f.turnFiles[:0], f.turnPaths[:0]
+	for _, t := range f.files {
+		if all || only[t.path] || f.again[t] || t.lookAlways() {
+			turn, paths = append(turn, t), append(paths, t.path)
+		}
+	}
+	if !all && !named(only, paths) {
+		turn, paths = turn[:0], paths[:0]
+		for _, t := range f.files {
+			turn, paths = append(turn, t), append(paths, t.path)
+		}
+		all = true
 	}
 	changed := f.pathsChanged
-	f.mu.Unlock()
+	var open []string // the paths of every open file, for closeGone
 	if f.o.Closed != nil && changed != f.readChanged {
+		open = paths
+		if !all {
+			open = make([]string, len(f.files))
+			for i, t := range f.files {
+				open[i] = t.path
+			}
+		}
+	}
+	f.mu.Unlock()
+	f.turnFiles, f.turnPaths = turn, paths
+	clear(f.again)
+	if open != nil {
 		f.readChanged = changed
-		f.closeGone(paths)
+		f.closeGone(open)
 	}
 
 	// The paths whose file read this turn has more: a later file under one (its
@@ -676,18 +793,19 @@ func (f *Follower) readAll() (more bool) {
 			}
 		}
 		if slices.Contains(behind, paths[i]) {
+			f.again[t] = true
 			continue
 		}
 		m := f.step(t, paths[i])
 		more = more || m
 		if m {
 			behind = append(behind, paths[i])
+			f.again[t] = true
 		} else {
 			f.retireIfIdle(t, paths[i])
 		}
 	}
 	f.settleTruncations()
-	f.turns.Add(1)
 	return more
 }
 

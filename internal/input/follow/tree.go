@@ -49,6 +49,7 @@ type dirNode struct {
 	// glob's root), already counted and logged.
 	refused string
 	watched bool
+	local   bool   // watched, on a file system whose changes inotify reports (localFS)
 	seen    uint64 // the last scan that walked it
 	relist  uint64 // the last scan that listed it
 }
@@ -174,6 +175,7 @@ func (f *Follower) list(dir string) ([]string, error) {
 	}
 	if !n.watched {
 		n.watched = f.watch(dir)
+		n.local = n.watched && f.o.local(dir)
 	}
 	names, err := f.o.list(dir)
 	if err != nil {
