@@ -21,7 +21,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	"github.com/prometheus/exporter-toolkit/web"
 
 	"github.com/logwindow/logwindow_exporter/internal/selfmetric"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/syncbuf"
@@ -176,20 +175,9 @@ func TestWebConfigBrokenAfterStart(t *testing.T) {
 	logger := slog.New(slog.NewJSONHandler(lines, nil))
 	o := Options{Logger: logger}
 	srv := newHTTPServer(http.NotFoundHandler(), o)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() {
-		served <- serveOn(l, srv, &web.FlagConfig{WebConfigFile: &webConfig}, newWebConfigErrors(webConfig, logger, time.Now), logger)
-	}()
-	defer func() {
-		_ = srv.Close()
-		<-served
-	}()
+	addr := serveListening(t, srv, webConfig, newWebConfigErrors(webConfig, logger, time.Now), logger)
 	get := func() int {
-		resp, err := http.Get("http://" + l.Addr().String() + "/nothing")
+		resp, err := http.Get("http://" + addr + "/nothing")
 		if err != nil {
 			t.Fatal(err)
 		}

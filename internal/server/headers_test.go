@@ -2,7 +2,6 @@ package server
 
 import (
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -11,8 +10,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/prometheus/exporter-toolkit/web"
 )
 
 // TestWebConfigHeadersOnPage: the web config's http_server_config.headers are added to
@@ -30,19 +27,8 @@ func TestWebConfigHeadersOnPage(t *testing.T) {
 	logger := slog.New(slog.DiscardHandler)
 	coll := e.p.Collector()
 	srv := newHTTPServer(NewMux(e.p, coll, NewRegistry(coll), Options{Logger: logger, MetricsPath: "/metrics", LineTester: true}), Options{Logger: logger})
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() {
-		served <- serveOn(l, srv, &web.FlagConfig{WebConfigFile: &webConfig}, newWebConfigErrors(webConfig, logger, time.Now), logger)
-	}()
-	defer func() {
-		_ = srv.Close()
-		<-served
-	}()
-	base := "http://" + l.Addr().String()
+	addr := serveListening(t, srv, webConfig, newWebConfigErrors(webConfig, logger, time.Now), logger)
+	base := "http://" + addr
 	for _, tc := range []struct {
 		name, method, path, form string
 		policies                 int // the web config's, and the reply's own when it has one

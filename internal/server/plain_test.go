@@ -12,8 +12,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/prometheus/exporter-toolkit/web"
 )
 
 // TestTLSToPlainLogged has TLS clients (a scrape config with scheme: https) connect to a
@@ -53,20 +51,9 @@ func TestTLSToPlainLogged(t *testing.T) {
 					closed <- struct{}{}
 				}
 			}
-			l, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			served := make(chan error, 1)
-			go func() {
-				served <- serveOn(l, srv, &web.FlagConfig{WebConfigFile: &webConfig}, newWebConfigErrors(webConfig, logger, time.Now), logger)
-			}()
-			defer func() {
-				_ = srv.Close()
-				<-served
-			}()
+			addr := serveListening(t, srv, webConfig, newWebConfigErrors(webConfig, logger, time.Now), logger)
 
-			resp, err := http.Get("http://" + l.Addr().String() + "/nothing")
+			resp, err := http.Get("http://" + addr + "/nothing")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -74,7 +61,7 @@ func TestTLSToPlainLogged(t *testing.T) {
 			const clients = 3
 			var first string
 			for i := range clients {
-				conn, err := net.Dial("tcp", l.Addr().String())
+				conn, err := net.Dial("tcp", addr)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -815,7 +815,13 @@ func TestWebConfigSavedNonAtomically(t *testing.T) {
 // serves it, until the test ends, and returns its address.
 func servePlainLogged(t *testing.T, path string, configErrors *webConfigErrors, logger *slog.Logger) string {
 	t.Helper()
-	srv := newHTTPServer(http.NotFoundHandler(), Options{Logger: logger})
+	return serveListening(t, newHTTPServer(http.NotFoundHandler(), Options{Logger: logger}), path, configErrors, logger)
+}
+
+// serveListening serves srv as the exporter does (serveOn, the web config at path) on a
+// port of the loopback until the test ends, and returns its address.
+func serveListening(t *testing.T, srv *http.Server, path string, configErrors *webConfigErrors, logger *slog.Logger) string {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
