@@ -418,7 +418,13 @@ func anyFraction(layout string) string {
 // UTC, and the layout reads no zone name (MST), which would say which. A location is
 // given only beside a layout that reads no offset (see rule.go).
 func (ts *Timestamp) Folds() bool {
-	return ts.In() != time.UTC && !strings.Contains(ts.Layout, "MST")
+	return ts.In() != time.UTC && !ts.ReadsZoneName()
+}
+
+// ReadsZoneName reports whether the layout reads a zone abbreviation (MST), whose offset
+// only In's abbreviations (and UTC's, GMT's) give.
+func (ts *Timestamp) ReadsZoneName() bool {
+	return strings.Contains(ts.Layout, "MST")
 }
 
 // In is the time zone the layout's times are read in when they carry none.

@@ -193,6 +193,8 @@ type timestampSpec struct {
 	// folds: the layout reads no zone, and loc is not UTC, so a time may fall in an hour
 	// loc repeats, read at the offset nearer the line before's time (nearerReading).
 	folds bool
+	// zoneName: the layout reads a zone abbreviation, which loc must know (zoneKnown).
+	zoneName bool
 	// slot indexes the per-call cache; rules of a group with the same capture and layout
 	// share one, so a line's time is parsed once, and not again while it repeats.
 	slot int
@@ -284,8 +286,7 @@ func build(rules []*config.Rule, eng engine) (*Parser, error) {
 		r.where = filters(cr.Where, eng, &sz)
 		r.whereNot = filters(cr.WhereNot, eng, &sz)
 		if ts := cr.Timestamp; ts != nil {
-			r.ts = &timestampSpec{capture: ts.Capture, layout: ts.ReadLayout(), loc: ts.In(), unix: ts.Unix}
-			r.ts.folds = ts.Folds()
+			r.ts = newTimestampSpec(ts)
 		}
 		if g.fields != nil {
 			// The group learns the rule's fields now; their slots do not move as
@@ -986,9 +987,57 @@ func dist(a, b int64) int64 {
 	return a - b
 }
 
+// newTimestampSpec is how the parser reads the times of ts.
+func newTimestampSpec(ts *config.Timestamp) *timestampSpec {
+	return &timestampSpec{capture: ts.Capture, layout: ts.ReadLayout(), loc: ts.In(), unix: ts.Unix,
+		folds: ts.Folds(), zoneName: ts.ReadsZoneName()}
+}
+
+// UnknownZone is the *ZoneError for which value is no time of ts, or nil when it is
+// a time, or none for another reason (which the layout says).
+func UnknownZone(ts *config.Timestamp, value []byte) *ZoneError {
+	spec := newTimestampSpec(ts)
+	if !spec.zoneName {
+		return nil
+	}
+	_, err := parseTime(spec, string(value))
+	if err != nil {
+		_, err = leapSecond(spec, err)
+	}
+	ze, _ := err.(*ZoneError)
+	return ze
+}
+
+// ZoneError is a time whose zone abbreviation (a layout's MST) the rule's location has
+// no offset for. Go's time parser reads such a time at offset 0, an hour off for CET and
+// eight for PST, where the line is dropped instead; the abbreviation is only known in the
+// zone that writes it, and one (IST, CST) names several.
+type ZoneError struct {
+	Abbreviation string
+	Location     *time.Location
+}
+
+func (e *ZoneError) Error() string {
+	return fmt.Sprintf("the zone abbreviation %q is none of %s's, whose offset is unknown", e.Abbreviation, e.Location)
+}
+
+// zoneKnown checks that the zone abbreviation t was read with is loc's, UTC's or GMT's.
+// Any other Go's parser reads at offset 0, and GMT with hours (GMT+1) at the offset's
+// wall time but the instant of UTC's, where the tz database's Etc/GMT+1 is an hour
+// behind UTC, not ahead: no one reading is right.
+func zoneKnown(t time.Time, loc *time.Location) error {
+	if l := t.Location(); l == loc || l == time.UTC {
+		return nil
+	}
+	if name, _ := t.Zone(); name != "GMT" {
+		return &ZoneError{Abbreviation: name, Location: loc}
+	}
+	return nil
+}
+
 // parseTime reads value with the layout of ts, and again where Go's time parser refuses
 // what RFC 3339 allows: a lower-case t or z where the layout has a T or a Z offset
-// (Z07:00).
+// (Z07:00). A zone abbreviation the layout reads must be known (zoneKnown).
 func parseTime(ts *timestampSpec, value string) (time.Time, error) {
 	t, err := time.ParseInLocation(ts.layout, value, ts.loc)
 	for range 2 {
@@ -1002,6 +1051,9 @@ func parseTime(ts *timestampSpec, value string) (time.Time, error) {
 		}
 		at := len(pe.Value) - len(pe.ValueElem)
 		t, err = time.ParseInLocation(ts.layout, pe.Value[:at]+string(c-'a'+'A')+pe.Value[at+1:], ts.loc)
+	}
+	if err == nil && ts.zoneName {
+		err = zoneKnown(t, ts.loc)
 	}
 	return t, err
 }

@@ -555,6 +555,59 @@ rules:
 	})
 }
 
+// TestZoneAbbreviations: a layout reading a zone abbreviation (MST) reads those of the
+// rule's location, UTC and GMT; any other (GMT+1 too) is a bad timestamp,
+// which Go's time parser alone reads at offset 0: CET an hour off, PST eight. An
+// abbreviation is only known in its zone, and several zones write one (IST, CST).
+func TestZoneAbbreviations(t *testing.T) {
+	c := mustParse(t, `
+rules:
+  - name: utc
+    match: '^(?P<t>.+) utc$'
+    timestamp: {capture: t, layout: '2006-01-02 15:04:05 MST'}
+  - name: berlin
+    match: '^(?P<t>.+) berlin$'
+    timestamp: {capture: t, layout: '2006-01-02 15:04:05 MST', location: Europe/Berlin}
+  - name: newyork
+    match: '^(?P<t>.+) newyork$'
+    timestamp: {capture: t, layout: '2006-01-02 15:04:05 MST', location: America/New_York}
+  - name: leap
+    match: '^(?P<t>.+) leap$'
+    timestamp: {capture: t, layout: '2006-01-02T15:04:05 MST'}
+`)
+	const jul1 = mar1 + 122*86400 // 2024-07-01 12:00:00 UTC
+	tests := []struct {
+		line string
+		want []record
+	}{
+		{"2024-03-01 12:00:00 UTC utc", timedAt("utc", mar1)},
+		{"2024-03-01 12:00:00 GMT utc", timedAt("utc", mar1)},
+		{"2024-03-01 13:00:00 GMT+1 utc", badTime("utc")}, // Go's parser: UTC's instant; Etc/GMT+1: UTC-1
+		{"2024-03-01 07:00:00 GMT-5 utc", badTime("utc")},
+		{"2024-03-01 13:00:00 CET utc", badTime("utc")},
+		{"2024-03-01 13:00:00 CET utc", badTime("utc")}, // a cached failure stays one
+		{"2024-03-01 04:00:00 PST utc", badTime("utc")},
+		{"2024-03-01 13:00:00 +01 utc", badTime("utc")}, // a numeric name, also read at 0
+		{"2024-03-01 13:00:00 CET berlin", timedAt("berlin", mar1)},
+		{"2024-07-01 14:00:00 CEST berlin", timedAt("berlin", jul1)},
+		{"2024-03-01 12:00:00 UTC berlin", timedAt("berlin", mar1)},
+		{"2024-03-01 12:00:00 GMT berlin", timedAt("berlin", mar1)},
+		{"2024-03-01 07:00:00 EST berlin", badTime("berlin")},
+		{"2024-03-01 07:00:00 EST newyork", timedAt("newyork", mar1)},
+		{"2024-07-01 08:00:00 EDT newyork", timedAt("newyork", jul1)},
+		{"2024-03-01 08:00:00 EDT newyork", timedAt("newyork", mar1)}, // an abbreviation out of its season reads its offset
+		{"2024-03-01 04:00:00 PST newyork", badTime("newyork")},
+		{"2016-12-31T23:59:60 UTC leap", timedAt("leap", 1483228799)},
+		{"2017-01-01T00:59:60 CET leap", badTime("leap")},
+	}
+	line := func(i int) string { return tests[i].line }
+	parseOnEachMatcher(t, c.Rules, "", len(tests), line, line, func(t *testing.T, i int, got []record) {
+		if !reflect.DeepEqual(got, tests[i].want) {
+			t.Errorf("%q: got %v, want %v", tests[i].line, got, tests[i].want)
+		}
+	})
+}
+
 // TestRepeatedHour: in the hour a zone repeats when its clocks go back, a log written in
 // local time without an offset gives each time twice, first at the summer offset, then
 // at the winter one. Read in order, a line of that hour is read at the offset that puts it

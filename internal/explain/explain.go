@@ -158,11 +158,14 @@ type Filter struct {
 }
 
 // DropInfo says which capture did not give a value or a time, and for a time the layout
-// it was read with (config.Timestamp.ReadLayout).
+// it was read with (config.Timestamp.ReadLayout), or the zone abbreviation it was read
+// with that its location (Zone's) has no offset for (parser.ZoneError).
 type DropInfo struct {
-	Capture string `json:"capture"`
-	Value   string `json:"value"`
-	Layout  string `json:"layout,omitempty"`
+	Capture  string `json:"capture"`
+	Value    string `json:"value"`
+	Layout   string `json:"layout,omitempty"`
+	Zone     string `json:"zone,omitempty"`
+	Location string `json:"location,omitempty"`
 }
 
 // Explainer explains lines against one config's rules, parser and series store. It is not
@@ -353,10 +356,13 @@ func dropInfo(cr *config.Rule, res *parser.RuleResult, wrapperTime []byte) *Drop
 		// The layout the time was read with, which reads more than the one written.
 		d.Layout = ts.ReadLayout()
 	}
-	if ts.Capture == config.WrapperTime {
-		d.Value, _ = display(wrapperTime)
-	} else {
-		d.Value = captureText(res.Captures, ts.CaptureName)
+	raw := wrapperTime
+	if ts.Capture != config.WrapperTime {
+		raw = captureBytes(res.Captures, ts.CaptureName)
+	}
+	d.Value, _ = display(raw)
+	if ze := parser.UnknownZone(ts, raw); ze != nil {
+		d.Zone, d.Location = ze.Abbreviation, ze.Location.String()
 	}
 	return d
 }
@@ -371,13 +377,17 @@ func captures(cs []parser.Capture) []Capture {
 }
 
 func captureText(cs []parser.Capture, name string) string {
+	v, _ := display(captureBytes(cs, name))
+	return v
+}
+
+func captureBytes(cs []parser.Capture, name string) []byte {
 	for _, c := range cs {
 		if c.Name == name {
-			v, _ := display(c.Value)
-			return v
+			return c.Value
 		}
 	}
-	return ""
+	return nil
 }
 
 // TooLongLine is the explanation of a line of input longer than the input takes, which

@@ -516,3 +516,44 @@ rules:
 		})
 	}
 }
+
+// TestDropUnknownZone: a line whose time carries a zone abbreviation the rule's location
+// has no offset for is told with that abbreviation and the location, not as a time that
+// does not parse with the layout (it does); one that does not parse is told as before.
+func TestDropUnknownZone(t *testing.T) {
+	x := newExplainer(t, `
+rules:
+  - {name: berlin, match: '^b (?P<t>.+)', timestamp: {capture: t, layout: '2006-01-02 15:04:05 MST', location: Europe/Berlin}}
+  - {name: utc, match: '^u (?P<t>.+)', timestamp: {capture: t, layout: '2006-01-02 15:04:05 MST'}}
+`)
+	for _, c := range []struct {
+		line, zone, location, text string
+	}{
+		{"b 2026-11-29 15:00:00 PST", "PST", "Europe/Berlin", `: its zone "PST" is none of Europe/Berlin's abbreviations`},
+		{"u 2026-11-29 15:00:00 CET", "CET", "UTC", `: its zone "CET" is none of UTC's abbreviations`},
+		{"u 2026-11-29 15:00:00 cet", "", "", ` does not parse with layout "2006-01-02 15:04:05 MST"`},
+	} {
+		t.Run(c.line, func(t *testing.T) {
+			l := x.Explain("", []byte(c.line), false)
+			var r *Rule
+			for i := range l.Rules {
+				if l.Rules[i].Outcome == "bad_timestamp" {
+					r = &l.Rules[i]
+				}
+			}
+			if r == nil || r.Drop == nil {
+				t.Fatalf("%+v, want a bad timestamp", l)
+			}
+			if r.Drop.Zone != c.zone || r.Drop.Location != c.location {
+				t.Errorf("zone %q of %q, want %q of %q", r.Drop.Zone, r.Drop.Location, c.zone, c.location)
+			}
+			var text bytes.Buffer
+			if err := Write(&text, "text", []Line{l}); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(text.String(), c.text) {
+				t.Errorf("text\n%s\nwant %q", text.String(), c.text)
+			}
+		})
+	}
+}

@@ -164,7 +164,10 @@ func writeRule(b *strings.Builder, r *Rule, shown map[string]bool) {
 		b.WriteByte('\n')
 	default:
 		fmt.Fprintf(b, "  - %s: dropped, %s: %s %s", r.Name, strings.ReplaceAll(r.Outcome, "_", " "), r.Drop.Capture, strconv.Quote(r.Drop.Value))
-		if r.Drop.Layout != "" {
+		switch {
+		case r.Drop.Zone != "":
+			fmt.Fprintf(b, ": its zone %s is none of %s's abbreviations, whose offset is unknown (name the zone that writes it in timestamp: location)", strconv.Quote(r.Drop.Zone), r.Drop.Location)
+		case r.Drop.Layout != "":
 			fmt.Fprintf(b, " does not parse with layout %s", strconv.Quote(r.Drop.Layout))
 		}
 		b.WriteByte('\n')

@@ -43,6 +43,9 @@ var otherLines = map[string]explain.Rule{
 		End: 3, After: "$remote_addr", Expected: []string{"' '"}}},
 	"repeated_hour": {Name: "r", Outcome: "counted", Time: "2026-11-01T06:30:00Z", Repeated: "2026-11-01T05:30:00Z", Zone: "America/New_York",
 		Fate: &explain.Fate{Placement: "placed"}},
+	"bad_layout": {Name: "r", Outcome: "bad_timestamp", Drop: &explain.DropInfo{Capture: "t", Value: "x", Layout: "2006-01-02 MST"}},
+	"unknown_zone": {Name: "r", Outcome: "bad_timestamp", Drop: &explain.DropInfo{Capture: "t", Value: "2026-11-01 CET", Layout: "2006-01-02 MST",
+		Zone: "CET", Location: "UTC"}},
 }
 
 func (f *fakeSource) Explain(input string, line []byte) explain.Line {
@@ -98,6 +101,12 @@ func TestHandlers(t *testing.T) {
 		// reads, as --explain says it.
 		{"tester says the line's time is in an hour its zone repeats", http.MethodPost, ExplainPath, "input=web&lines=repeated_hour", http.StatusOK,
 			"of the hour America/New_York repeats; also 2026-11-01T05:30:00Z"},
+		// A time that does not parse names the layout; one whose zone abbreviation the
+		// rule's location has no offset for names the abbreviation, not the layout.
+		{"tester says a time does not parse with its layout", http.MethodPost, ExplainPath, "input=web&lines=bad_layout", http.StatusOK,
+			"<code>t</code> = <code>x</code> does not parse with layout <code>2006-01-02 MST</code>"},
+		{"tester says a time's zone is unknown", http.MethodPost, ExplainPath, "input=web&lines=unknown_zone", http.StatusOK,
+			"<code>t</code> = <code>2026-11-01 CET</code>: its zone <code>CET</code> is none of UTC's abbreviations"},
 		// Its input skips it unread: neither unmatched nor matched and not counted. Not said
 		// counted as too long: a CRI line of a stream its input does not read is counted read.
 		{"tester says a line past --input.max-line-bytes is skipped", http.MethodPost, ExplainPath, "input=web&lines=too_long", http.StatusOK,
