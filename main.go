@@ -60,7 +60,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var (
 		configFile    = app.Flag("config.file", "Rule file (YAML). Default: "+strings.Join(defaultConfigFiles, ", else ")+", in the working directory.").PlaceHolder("FILE").String()
 		configCheck   = app.Flag("config.check", "Validate the rule file, and the web config and listen addresses given, as the start does; print every error, and exit (0 valid, 1 invalid).").Bool()
-		sampleFiles   = app.Flag("sample", "With --config.check: read this file (repeatable) as the input that reads it would, print per input how many of its lines are of its format, and exit 1 when an input read lines and none is, or could read none, a file could not be read, or no input reads a file and no rule matched its lines.").PlaceHolder("FILE").Strings()
+		sampleFiles   = app.Flag("sample", "With --config.check: read this file (repeatable) as the input that reads it would, print per input how many of its lines are of its format and per rule how many it dropped for a time or number that does not parse, and exit 1 when an input read lines and none is, or could read none, a rule counted none of the lines it matched and dropped some so, a file could not be read, or no input reads a file and no rule matched its lines.").PlaceHolder("FILE").Strings()
 		dashboardOut  = app.Flag("dashboard", "Print a Grafana dashboard (JSON) for the rules of --config.file and exit.").Bool()
 		replayFiles   = app.Flag("replay", "One-shot: read this file to its end (repeatable), print the exposition text of every rule and exit.").PlaceHolder("FILE").Strings()
 		explainFile   = app.Flag("explain", "One-shot: for each line of this file, print which rules count it and with what, and why the others do not, and exit.").PlaceHolder("FILE").String()

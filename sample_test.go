@@ -16,10 +16,16 @@ inputs:
   - {name: web, path: 'logs/*.log', log_format: combined}
   - {name: pods, path: 'pods/*.log', wrapper: cri, streams: [stdout]}
   - {name: mixed, path: 'mixed/*.log', log_format: [combined, upstreaminfo]}
+  - {name: app, path: 'app/*.log'}
 rules:
   - {name: upstreams, labels: {addr: '${upstream_addr}'}, inputs: [mixed]}
   - {name: requests, labels: {status: '${status}'}, inputs: [web]}
   - {name: pod_requests, match: ' (?P<status>\d{3})$', labels: {status: '${status}'}, inputs: [pods]}
+  - name: app_requests
+    inputs: [app]
+    match: '^(?P<t>\S+ \S+ \S+) (?P<ms>\S+)$'
+    timestamp: {capture: t, layout: '2006-01-02 15:04:05 MST'}
+  - {name: app_bytes, inputs: [app], match: '^(?P<t>\S+ \S+ \S+) (?P<ms>\S+)$', value: ms}
 `
 	const access = `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl/8.5.0"` + "\n"
 	files := map[string]string{
@@ -31,6 +37,11 @@ rules:
 		// Of a candidate format, but not of the one the rule applies to.
 		"mixed/combined.log": access + access,
 		"mixed/upstream.log": strings.TrimSuffix(access, "\n") + " 90 0.002 [a] [] 10.1.0.5:80 5 0.001 200 ab\n",
+		// Times of a zone the layout's location (UTC) has no offset for, and values of
+		// text or none: each rule matches every line.
+		"app/cet.log":   "2024-03-01 13:00:00 CET 5\n2024-03-01 13:00:00 CET 6\n",
+		"app/mixed.log": "2024-03-01 12:00:00 UTC 5\n2024-03-01 13:00:00 CET 5ms\n2024-03-01 12:00:00 UTC -\n",
+		"app/dash.log":  "2024-03-01 12:00:00 UTC -\n",
 	}
 	cases := []struct {
 		name    string
@@ -53,10 +64,22 @@ rules:
 		{"a missing sample next to one read", []string{"--sample=logs/good.log", "--sample=logs/missing.log"}, 1, []string{
 			"input web: 2 of 2 lines fit",
 			"sample logs/missing.log: open logs/missing.log: no such file or directory"}},
+		// A rule that matches the lines and drops them for its own layout or value (not
+		// a value of none, the log's "-") is told of, and fails the check when it counted
+		// none of them.
+		{"a rule drops every line for its layout", []string{"--sample=app/cet.log"}, 1, []string{
+			"input app: 2 of 2 lines fit",
+			"rule app_requests: 2 of 2 lines it matched dropped: 2 bad_timestamp (--explain=FILE says why of each)",
+			"sample: rule app_requests counted none of the 2 lines it matched: 2 bad_timestamp"}},
+		{"rules drop some lines", []string{"--sample=app/mixed.log"}, 0, []string{
+			"input app: 3 of 3 lines fit",
+			"rule app_requests: 1 of 3 lines it matched dropped: 1 bad_timestamp",
+			"rule app_bytes: 1 of 3 lines it matched dropped: 1 bad_number"}},
+		{"values of none are the log's", []string{"--sample=app/dash.log"}, 0, []string{"input app: 1 of 1 lines fit"}},
 		{"two inputs", []string{"--sample=logs/good.log", "--sample=pods/0.log"}, 0, []string{"input web: 2 of 2 lines fit", "input pods: 1 of 1 lines fit (1 line of other streams skipped)"}},
 	}
 	t.Chdir(t.TempDir())
-	for _, d := range []string{"logs", "pods", "mixed"} {
+	for _, d := range []string{"logs", "pods", "mixed", "app"} {
 		if err := os.Mkdir(d, 0o755); err != nil {
 			t.Fatal(err)
 		}

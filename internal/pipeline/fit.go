@@ -11,6 +11,7 @@ import (
 	"github.com/logwindow/logwindow_exporter/internal/explain"
 	"github.com/logwindow/logwindow_exporter/internal/store"
 	"github.com/logwindow/logwindow_exporter/parser"
+	"github.com/logwindow/logwindow_exporter/parser/event"
 )
 
 // Fit is what a one-shot made of the lines of one input: how many were of the input's
@@ -375,9 +376,84 @@ func Sample(cfg *config.Config, files []string, opts Options) error {
 	}
 	fs := newFits(gen)
 	read := inputsOf(cfg, files, opts.Logger)
-	counts, err := replayFiles("sample", gen.parser, read, opts, &newestTime{}, fs)
+	rules := newRuleDrops(cfg.Rules)
+	counts, err := replayFiles("sample", gen.parser, read, opts, rules, fs)
 	if err != nil {
 		return err
 	}
-	return errors.Join(fs.write(opts.Summary), fs.misfits("sample"), unreadErr("sample", read, counts), noInputErrs(cfg, "sample", read, counts))
+	return errors.Join(fs.write(opts.Summary), rules.write(opts.Summary), fs.misfits("sample"), rules.countedNone(),
+		unreadErr("sample", read, counts), noInputErrs(cfg, "sample", read, counts))
+}
+
+// mistakes are the drops a rule's own layout or value makes: a time that does not parse
+// (a layout not the log's, a zone its location has not) or a value that is not a number
+// (a capture of text), where a value of "-" (no_value) is the log's own.
+var mistakes = [...]parser.DropReason{parser.BadTimestamp, parser.BadNumber}
+
+// ruleDrops is a sample's sink: it counts each rule's lines counted and those dropped
+// for each reason, so that a rule that fits the sample's lines and drops them all for a
+// layout or a value not the log's is told of, not taken for a rule the check passes.
+type ruleDrops struct {
+	rules    []*config.Rule
+	received uint64
+	counted  []int
+	dropped  [][event.NumDropReasons]int
+}
+
+func newRuleDrops(rules []*config.Rule) *ruleDrops {
+	return &ruleDrops{rules: rules, counted: make([]int, len(rules)), dropped: make([][event.NumDropReasons]int, len(rules))}
+}
+
+func (d *ruleDrops) Event(e *parser.Event) { d.received++; d.counted[e.Rule]++ }
+
+func (d *ruleDrops) Drop(rule int, r parser.DropReason) { d.received++; d.dropped[rule][r]++ }
+
+// Received is how many events and drops d was given.
+func (d *ruleDrops) Received() uint64 { return d.received }
+
+// of is rule i's lines matched and its mistakes, worded: "2 bad_timestamp, 1 bad_number".
+func (d *ruleDrops) of(i int) (matched, wrong int, words string) {
+	matched = d.counted[i]
+	for _, n := range d.dropped[i] {
+		matched += n
+	}
+	var parts []string
+	for _, r := range mistakes {
+		if n := d.dropped[i][r]; n > 0 {
+			wrong += n
+			parts = append(parts, fmt.Sprintf("%d %s", n, r))
+		}
+	}
+	return matched, wrong, strings.Join(parts, ", ")
+}
+
+// write writes a line for each rule that dropped lines for its mistakes to w (nil:
+// nowhere).
+func (d *ruleDrops) write(w io.Writer) error {
+	if w == nil {
+		return nil
+	}
+	for i, r := range d.rules {
+		matched, wrong, words := d.of(i)
+		if wrong == 0 {
+			continue
+		}
+		if _, err := fmt.Fprintf(w, "rule %s: %d of %d %s it matched dropped: %s (--explain=FILE says why of each)\n",
+			r.Name, wrong, matched, plural(matched, "line", "lines"), words); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// countedNone fails a sample in which a rule counted none of the lines it matched and
+// dropped some for its mistakes: whatever it counts of its log is then zero.
+func (d *ruleDrops) countedNone() error {
+	var errs []error
+	for i, r := range d.rules {
+		if matched, wrong, words := d.of(i); wrong > 0 && d.counted[i] == 0 {
+			errs = append(errs, fmt.Errorf("sample: rule %s counted none of the %d %s it matched: %s", r.Name, matched, plural(matched, "line", "lines"), words))
+		}
+	}
+	return errors.Join(errs...)
 }
