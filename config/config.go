@@ -421,10 +421,11 @@ func (ts *Timestamp) Folds() bool {
 	return ts.In() != time.UTC && !ts.ReadsZoneName()
 }
 
-// ReadsZoneName reports whether the layout reads a zone abbreviation (MST), whose offset
-// only In's abbreviations (and UTC's, GMT's) give.
+// ReadsZoneName reports whether the layout reads a zone abbreviation (MST) and no offset,
+// so that the abbreviation alone gives a time's offset, which only In's abbreviations (and
+// UTC's, GMT's) do. One beside an offset (time.Time's String: -0700 MST) names it.
 func (ts *Timestamp) ReadsZoneName() bool {
-	return strings.Contains(ts.Layout, "MST")
+	return strings.Contains(ts.Layout, "MST") && !readsOffset(ts.Layout)
 }
 
 // In is the time zone the layout's times are read in when they carry none.

@@ -1021,18 +1021,26 @@ func (e *ZoneError) Error() string {
 	return fmt.Sprintf("the zone abbreviation %q is none of %s's, whose offset is unknown", e.Abbreviation, e.Location)
 }
 
-// zoneKnown checks that the zone abbreviation t was read with is loc's, UTC's or GMT's.
-// Any other Go's parser reads at offset 0, and GMT with hours (GMT+1) at the offset's
-// wall time but the instant of UTC's, where the tz database's Etc/GMT+1 is an hour
-// behind UTC, not ahead: no one reading is right.
+// zoneKnown checks that the zone abbreviation t was read with is loc's, UTC's, or GMT or
+// another name of offset 0 (+00, -00, GMT+0), which Go's parser reads at offset 0, as it
+// reads any other: CET an hour off, +03 three hours, and GMT with hours (GMT+1) at the
+// offset's wall time but the instant of UTC's, where the tz database's Etc/GMT+1 is an
+// hour behind UTC, not ahead: no one reading is right.
 func zoneKnown(t time.Time, loc *time.Location) error {
 	if l := t.Location(); l == loc || l == time.UTC {
 		return nil
 	}
-	if name, _ := t.Zone(); name != "GMT" {
+	if name, _ := t.Zone(); !zeroOffsetName(name) {
 		return &ZoneError{Abbreviation: name, Location: loc}
 	}
 	return nil
+}
+
+// zeroOffsetName reports whether a zone name Go's parser read (its parseTimeZone) says
+// offset 0: GMT, or a sign and zeros, after GMT or not.
+func zeroOffsetName(name string) bool {
+	n := strings.TrimPrefix(name, "GMT")
+	return n == "" || len(n) > 1 && (n[0] == '+' || n[0] == '-') && strings.Trim(n[1:], "0") == ""
 }
 
 // parseTime reads value with the layout of ts, and again where Go's time parser refuses

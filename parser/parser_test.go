@@ -574,6 +574,9 @@ rules:
   - name: leap
     match: '^(?P<t>.+) leap$'
     timestamp: {capture: t, layout: '2006-01-02T15:04:05 MST'}
+  - name: offset
+    match: '^(?P<t>.+) offset$'
+    timestamp: {capture: t, layout: '2006-01-02 15:04:05 -0700 MST'}
 `)
 	const jul1 = mar1 + 122*86400 // 2024-07-01 12:00:00 UTC
 	tests := []struct {
@@ -599,6 +602,16 @@ rules:
 		{"2024-03-01 04:00:00 PST newyork", badTime("newyork")},
 		{"2016-12-31T23:59:60 UTC leap", timedAt("leap", 1483228799)},
 		{"2017-01-01T00:59:60 CET leap", badTime("leap")},
+		{"2024-03-01 12:00:00 GMT+0 utc", timedAt("utc", mar1)}, // names of offset 0, read right
+		{"2024-03-01 12:00:00 GMT-00 utc", timedAt("utc", mar1)},
+		{"2024-03-01 12:00:00 +00 utc", timedAt("utc", mar1)},
+		{"2024-03-01 12:00:00 -00 berlin", timedAt("berlin", mar1)},
+		{"2024-03-01 12:00:00 -0000 newyork", timedAt("newyork", mar1)},
+		{"2024-03-01 13:00:00 +0100 CET offset", timedAt("offset", mar1)}, // the offset says it (time.Time's String)
+		{"2024-03-01 07:00:00 -0500 EST offset", timedAt("offset", mar1)},
+		{"2024-03-01 04:00:00 -0800 PST offset", timedAt("offset", mar1)},
+		{"2024-03-01 13:00:00 +0100 +01 offset", timedAt("offset", mar1)},
+		{"2024-03-01 12:00:00 +0000 UTC offset", timedAt("offset", mar1)},
 	}
 	line := func(i int) string { return tests[i].line }
 	parseOnEachMatcher(t, c.Rules, "", len(tests), line, line, func(t *testing.T, i int, got []record) {
