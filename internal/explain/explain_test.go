@@ -531,6 +531,7 @@ rules:
 	}{
 		{"b 2026-11-29 15:00:00 PST", "PST", "Europe/Berlin", `: its zone "PST" is none of Europe/Berlin's abbreviations`},
 		{"u 2026-11-29 15:00:00 CET", "CET", "UTC", `: its zone "CET" is none of UTC's abbreviations`},
+		{"u 2017-01-01 00:59:60 CET", "CET", "UTC", `: its zone "CET" is none of UTC's abbreviations`}, // UTC's leap second, were it CET
 		{"u 2026-11-29 15:00:00 cet", "", "", ` does not parse with layout "2006-01-02 15:04:05 MST"`},
 	} {
 		t.Run(c.line, func(t *testing.T) {
