@@ -26,6 +26,7 @@ rules:
     match: '^(?P<t>\S+ \S+ \S+) (?P<ms>\S+)$'
     timestamp: {capture: t, layout: '2006-01-02 15:04:05 MST'}
   - {name: app_bytes, inputs: [app], match: '^(?P<t>\S+ \S+ \S+) (?P<ms>\S+)$', value: ms}
+  - {name: every, match: '^every (?P<n>\S+)$', value: n}
 `
 	const access = `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl/8.5.0"` + "\n"
 	files := map[string]string{
@@ -42,6 +43,10 @@ rules:
 		"app/cet.log":   "2024-03-01 13:00:00 CET 5\n2024-03-01 13:00:00 CET 6\n",
 		"app/mixed.log": "2024-03-01 12:00:00 UTC 5\n2024-03-01 13:00:00 CET 5ms\n2024-03-01 12:00:00 UTC -\n",
 		"app/dash.log":  "2024-03-01 12:00:00 UTC -\n",
+		// Read by no input: only the rules of every input read it.
+		"other.log":   "every 1\nevery x\n",
+		"counted.log": "every 1\n",
+		"none.log":    "every -\n",
 	}
 	cases := []struct {
 		name    string
@@ -76,6 +81,15 @@ rules:
 			"rule app_requests: 1 of 3 lines it matched dropped: 1 bad_timestamp",
 			"rule app_bytes: 1 of 3 lines it matched dropped: 1 bad_number"}},
 		{"values of none are the log's", []string{"--sample=app/dash.log"}, 0, []string{"input app: 1 of 1 lines fit"}},
+		{"a file no input reads", []string{"--sample=other.log"}, 0, []string{
+			"time=", // the warning that no input reads it
+			"file other.log (no input reads it): 2 of 2 lines fit",
+			"rule every: 1 of 2 lines it matched dropped: 1 bad_number"}},
+		// A rule that matched a line of it, whether it counted it or not, is no error.
+		{"a file no input reads, whose line a rule counts", []string{"--sample=counted.log"}, 0, []string{
+			"time=", "file counted.log (no input reads it): 1 of 1 lines fit"}},
+		{"a file no input reads, whose line gives no value", []string{"--sample=none.log"}, 0, []string{
+			"time=", "file none.log (no input reads it): 1 of 1 lines fit"}},
 		{"two inputs", []string{"--sample=logs/good.log", "--sample=pods/0.log"}, 0, []string{"input web: 2 of 2 lines fit", "input pods: 1 of 1 lines fit (1 line of other streams skipped)"}},
 	}
 	t.Chdir(t.TempDir())

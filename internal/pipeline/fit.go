@@ -364,10 +364,11 @@ func (fs *fits) misfits(mode string) error {
 
 // Sample reads each file as the input that reads it would (its wrapper, streams and path
 // captures; see Replay) through cfg's rules, without counting anything, writes each
-// input's Fit to opts.Summary and fails when an input read lines and none fit, a file
-// could not be read (a symlink out of a glob's root, not followed, among them), or, as
-// Replay, no input reads a file and no rule matched any of its lines: the check of a
-// config against a sample of its logs.
+// input's Fit to opts.Summary, and each rule's lines dropped for its layout or value
+// (ruleDrops), and fails when an input read lines and none fit, a rule counted none of
+// the lines it matched and dropped some so, a file could not be read (a symlink out of a
+// glob's root, not followed, among them), or, as Replay, no input reads a file and no
+// rule matched any of its lines: the check of a config against a sample of its logs.
 func Sample(cfg *config.Config, files []string, opts Options) error {
 	opts.setDefaults()
 	gen, err := newGeneration(cfg, nil, opts)
