@@ -158,8 +158,8 @@ type Filter struct {
 }
 
 // DropInfo says which capture did not give a value or a time, and for a time the layout
-// it was read with (config.Timestamp.ReadLayout), or the zone abbreviation it was read
-// with that its location (Zone's) has no offset for (parser.ZoneError).
+// it was read with (config.Timestamp.ReadLayout), and the zone abbreviation (Zone) it was
+// read with that the rule's location (Location) has no offset for (parser.ZoneError).
 type DropInfo struct {
 	Capture  string `json:"capture"`
 	Value    string `json:"value"`
