@@ -39,7 +39,8 @@ const (
 	NoValue DropReason = iota
 	// BadNumber: the value capture is not a finite number.
 	BadNumber
-	// BadTimestamp: the timestamp capture does not parse with the rule's layout.
+	// BadTimestamp: the timestamp capture does not parse with the rule's layout, or names
+	// a zone abbreviation the rule's location has no offset for.
 	BadTimestamp
 	// Negative: the value capture is a number below zero. A value rule sums non-negative
 	// quantities: its _total is a counter, and logs write -1 for "unknown" (HAProxy's
