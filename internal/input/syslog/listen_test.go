@@ -534,3 +534,30 @@ func TestListenStopped(t *testing.T) {
 		t.Errorf("handler's goroutine saw %q by the time Stop returned, want %q", order, want)
 	}
 }
+
+// The kernel's count of a UDP socket's drops is 32 bits: the drops go on being counted
+// once it wraps, and a reading older than the last taken (a datagram's, queued before a
+// look read the socket's count) adds nothing.
+func TestObserveDrops(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		readings []uint32
+		want     uint64
+	}{
+		{"growing", []uint32{3, 3, 10}, 10},
+		{"an older reading", []uint32{10, 4, 12}, 12},
+		{"wrapping", []uint32{1 << 30, 1 << 31, 3 << 30, 1<<32 - 1, 6}, 1<<32 + 6},
+		{"an older reading across the wrap", []uint32{1 << 30, 1 << 31, 3 << 30, 5, 1<<32 - 2, 9}, 1<<32 + 9},
+		{"an older reading before the wrap", []uint32{3, 1<<32 - 2, 5}, 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var l Listener
+			for _, d := range tc.readings {
+				l.observeDrops(d)
+			}
+			if got := l.droppedKernel.Load(); got != tc.want {
+				t.Errorf("readings %v: %d dropped, want %d", tc.readings, got, tc.want)
+			}
+		})
+	}
+}
