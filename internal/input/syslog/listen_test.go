@@ -340,6 +340,7 @@ func TestSocketPathTaken(t *testing.T) {
 		name    string
 		prepare func(t *testing.T, path string)
 		ok      bool
+		err     string // what the error says, when not ok
 	}{
 		{"stale socket from a crash is replaced", func(t *testing.T, path string) {
 			c, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
@@ -347,14 +348,22 @@ func TestSocketPathTaken(t *testing.T) {
 				t.Fatal(err)
 			}
 			c.Close() // a unixgram socket leaves its file behind, as a killed process does
-		}, true},
+		}, true, ""},
 		{"live socket is refused", func(t *testing.T, path string) {
 			c, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { c.Close() })
-		}, false},
+		}, false, "is in use by another process"},
+		// Another service's socket (journald's stdout socket): a wrong path, said so.
+		{"live stream socket is refused", func(t *testing.T, path string) {
+			ln, err := net.Listen("unix", path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { ln.Close() })
+		}, false, "is another process's socket, not a datagram one"},
 		{"symlink is refused and kept", func(t *testing.T, path string) {
 			target := path + ".stale"
 			c, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: target, Net: "unixgram"})
@@ -365,20 +374,20 @@ func TestSocketPathTaken(t *testing.T) {
 			if err := os.Symlink(target, path); err != nil {
 				t.Fatal(err)
 			}
-		}, false},
+		}, false, "exists and is not a socket"},
 		{"regular file is refused and kept", func(t *testing.T, path string) {
 			if err := os.WriteFile(path, []byte("data"), 0o600); err != nil {
 				t.Fatal(err)
 			}
-		}, false},
+		}, false, "exists and is not a socket"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "s.sock")
 			tc.prepare(t, path)
 			before, _ := os.Lstat(path)
 			l, err := Listen(Options{Network: "unixgram", Addr: path}, func(string, []byte) {})
-			if tc.ok != (err == nil) {
-				t.Fatalf("Listen: err = %v, want ok %v", err, tc.ok)
+			if tc.ok != (err == nil) || err != nil && !strings.Contains(err.Error(), path+" "+tc.err) {
+				t.Fatalf("Listen: err = %v, want ok %v or %q", err, tc.ok, path+" "+tc.err)
 			}
 			if err == nil {
 				l.Stop()
