@@ -80,67 +80,83 @@ func TestKernelDropCount(t *testing.T) {
 // received and no drop, which the next scrape put before them. A burst arrives while
 // the listener's reader is held, its UDP socket's buffer small; then a datagram queued
 // once the reader took the burst's, which tells of the drops, is looked at as it is
-// counted received (Options.received).
+// counted received (Options.received). So it is where a look cannot read the socket's
+// count (SO_MEMINFO, which a kernel before 4.12 lacks), with the datagram's count alone.
 func TestKernelDropsShownWithTheirDatagram(t *testing.T) {
 	const burst = 2000
-	entered, release := make(chan struct{}), make(chan struct{})
-	var mu sync.Mutex
-	var looks [][]input.Counter // Arrivals as each datagram after the first was counted
-	var listener atomic.Pointer[Listener]
-	first := true // the reader's alone
-	l := listen(t, Options{Network: "udp", Addr: "127.0.0.1:0", received: func() {
-		if first {
-			first = false
-			close(entered)
-			<-release
-			return
-		}
-		look := listener.Load().Arrivals()
-		mu.Lock()
-		looks = append(looks, look)
-		mu.Unlock()
-	}}, func(string, []byte) {})
-	listener.Store(l)
-	setReceiveBuffer(t, l.conn, 4096)
-	addr := l.conn.LocalAddr()
-	sendNonBlocking(t, addr, 1)
-	if _, ok := await.Receive(t, entered); !ok {
-		t.Fatal("the first datagram was never received")
-	}
-	failed := sendNonBlocking(t, addr, burst)
-	close(release)
-	seen := func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(looks)
-	}
-	// Every datagram of the burst is read, dropped by the kernel, or failed to send.
-	port := addr.(*net.UDPAddr).Port
-	if !await.Until(t, func() bool { return seen()+int(kernelDrops(t, port))+failed == burst }) {
-		t.Fatalf("of %d datagrams sent, %d read, %d dropped by the kernel, %d failed", burst, seen(), kernelDrops(t, port), failed)
-	}
-	burstRead := seen()
-	drops := kernelDrops(t, port)
-	if drops == 0 {
-		t.Fatalf("the kernel dropped none of %d datagrams (%d read, %d failed): nothing to show", burst, burstRead, failed)
-	}
-	if sendNonBlocking(t, addr, 1) != 0 {
-		t.Fatal("the datagram after the burst failed to send")
-	}
-	if !await.Until(t, func() bool { return seen() == burstRead+1 }) {
-		t.Fatal("the datagram after the burst was never received")
-	}
-	l.Stop()
-	mu.Lock()
-	last := looks[len(looks)-1]
-	mu.Unlock()
-	got := map[string]uint64{}
-	for _, c := range last {
-		got[c.Name+c.LabelValue] = c.Value
-	}
-	if got[selfmetric.InputDatagrams.Name] != uint64(burstRead+2) || got[selfmetric.InputDroppedDatagrams.Name+"receive_buffer"] != drops {
-		t.Errorf("a look as the datagram after the burst was counted received: %d received, %d dropped by the kernel; want %d and the %d drops it told of",
-			got[selfmetric.InputDatagrams.Name], got[selfmetric.InputDroppedDatagrams.Name+"receive_buffer"], burstRead+2, drops)
+	for _, tc := range []struct {
+		name     string
+		noLookup bool // a look does not read the socket's count
+	}{
+		{"the socket's count read at a look", false},
+		{"the datagram's count alone", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			entered, release := make(chan struct{}), make(chan struct{})
+			var mu sync.Mutex
+			var looks [][]input.Counter // Arrivals as each datagram after the first was counted
+			var listener atomic.Pointer[Listener]
+			first := true // the reader's alone
+			l := listen(t, Options{Network: "udp", Addr: "127.0.0.1:0", received: func() {
+				if first {
+					first = false
+					if tc.noLookup {
+						// The reader's, before anyone looks: the looks after it are ordered
+						// by entered or made by the reader.
+						listener.Load().udp = nil
+					}
+					close(entered)
+					<-release
+					return
+				}
+				look := listener.Load().Arrivals()
+				mu.Lock()
+				looks = append(looks, look)
+				mu.Unlock()
+			}}, func(string, []byte) {})
+			listener.Store(l)
+			setReceiveBuffer(t, l.conn, 4096)
+			addr := l.conn.LocalAddr()
+			sendNonBlocking(t, addr, 1)
+			if _, ok := await.Receive(t, entered); !ok {
+				t.Fatal("the first datagram was never received")
+			}
+			failed := sendNonBlocking(t, addr, burst)
+			close(release)
+			seen := func() int {
+				mu.Lock()
+				defer mu.Unlock()
+				return len(looks)
+			}
+			// Every datagram of the burst is read, dropped by the kernel, or failed to send.
+			port := addr.(*net.UDPAddr).Port
+			if !await.Until(t, func() bool { return seen()+int(kernelDrops(t, port))+failed == burst }) {
+				t.Fatalf("of %d datagrams sent, %d read, %d dropped by the kernel, %d failed", burst, seen(), kernelDrops(t, port), failed)
+			}
+			burstRead := seen()
+			drops := kernelDrops(t, port)
+			if drops == 0 {
+				t.Fatalf("the kernel dropped none of %d datagrams (%d read, %d failed): nothing to show", burst, burstRead, failed)
+			}
+			if sendNonBlocking(t, addr, 1) != 0 {
+				t.Fatal("the datagram after the burst failed to send")
+			}
+			if !await.Until(t, func() bool { return seen() == burstRead+1 }) {
+				t.Fatal("the datagram after the burst was never received")
+			}
+			l.Stop()
+			mu.Lock()
+			last := looks[len(looks)-1]
+			mu.Unlock()
+			got := map[string]uint64{}
+			for _, c := range last {
+				got[c.Name+c.LabelValue] = c.Value
+			}
+			if got[selfmetric.InputDatagrams.Name] != uint64(burstRead+2) || got[selfmetric.InputDroppedDatagrams.Name+"receive_buffer"] != drops {
+				t.Errorf("a look as the datagram after the burst was counted received: %d received, %d dropped by the kernel; want %d and the %d drops it told of",
+					got[selfmetric.InputDatagrams.Name], got[selfmetric.InputDroppedDatagrams.Name+"receive_buffer"], burstRead+2, drops)
+			}
+		})
 	}
 }
 
