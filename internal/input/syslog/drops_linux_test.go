@@ -314,3 +314,66 @@ func TestKernelDropsAfterTheLastDatagram(t *testing.T) {
 		})
 	}
 }
+
+// TestKernelDropsLookedAtWhileRead: looks at the counters (scrapes) that read the socket's
+// count while the reader takes datagrams that tell of the same drops count each drop
+// once. Each round holds the reader while a burst overflows the socket's small buffer,
+// so that the datagrams of the rounds after the first come with a count of drops as the
+// looks go on.
+func TestKernelDropsLookedAtWhileRead(t *testing.T) {
+	const rounds, burst = 4, 500
+	hold := make(chan chan struct{}, 1)
+	entered := make(chan struct{})
+	var read atomic.Int64
+	l := listen(t, Options{Network: "udp", Addr: "127.0.0.1:0", received: func() {
+		read.Add(1)
+		select {
+		case release := <-hold:
+			entered <- struct{}{}
+			<-release
+		default:
+		}
+	}}, func(string, []byte) {})
+	setReceiveBuffer(t, l.conn, 4096)
+	addr := l.conn.LocalAddr()
+	port := addr.(*net.UDPAddr).Port
+	done := make(chan struct{})
+	var looking sync.WaitGroup
+	looking.Go(func() {
+		for {
+			select {
+			case <-done:
+				return
+			default:
+				l.Arrivals()
+			}
+		}
+	})
+	sent, failed := 0, 0
+	for range rounds {
+		release := make(chan struct{})
+		hold <- release
+		failed += sendNonBlocking(t, addr, 1)
+		sent++
+		if _, ok := await.Receive(t, entered); !ok {
+			t.Fatal("the reader was never held")
+		}
+		failed += sendNonBlocking(t, addr, burst)
+		sent += burst
+		close(release)
+	}
+	if !await.Until(t, func() bool { return int(read.Load())+int(kernelDrops(t, port))+failed == sent }) {
+		t.Fatalf("of %d datagrams sent, %d read, %d dropped by the kernel, %d failed", sent, read.Load(), kernelDrops(t, port), failed)
+	}
+	close(done)
+	looking.Wait()
+	drops := kernelDrops(t, port)
+	if drops == 0 {
+		t.Fatalf("the kernel dropped none of %d datagrams: nothing to show", sent)
+	}
+	for _, c := range l.Arrivals() {
+		if c.Name == selfmetric.InputDroppedDatagrams.Name && c.LabelValue == "receive_buffer" && c.Value != drops {
+			t.Errorf("%d dropped by the kernel after %d rounds looked at while read, want %d", c.Value, rounds, drops)
+		}
+	}
+}
