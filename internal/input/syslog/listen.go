@@ -510,7 +510,6 @@ func (l *Listener) Stop() {
 	l.stopOnce.Do(func() {
 		close(l.stop)
 		l.checking.Wait() // no socket is bound again from here on
-		l.readDrops()     // the last reading: a closed socket has none
 		l.conn.Close()
 		l.readers.Wait()
 		close(l.queue)
