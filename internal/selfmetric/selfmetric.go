@@ -143,6 +143,6 @@ var (
 		"Datagrams without a syslog priority, or that say RFC 5424 and are not; each was taken whole as the line.",
 		[]string{"input"}}
 	InputDroppedDatagrams = Metric{"logwindow_input_dropped_datagrams_total",
-		"Datagrams lost before parsing, by reason: receive_buffer (the kernel dropped them, a full socket buffer; UDP reports it with the next datagram, a unix socket never drops but makes its sender fail) or queue (the exporter's queue to the parser was full).",
+		"Datagrams lost before parsing, by reason: receive_buffer (the kernel dropped them, a full UDP socket buffer, as the kernel counts them at the scrape; a unix socket never drops but makes its sender fail) or queue (the exporter's queue to the parser was full).",
 		[]string{"input", "reason"}}
 )

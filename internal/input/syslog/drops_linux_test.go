@@ -80,67 +80,83 @@ func TestKernelDropCount(t *testing.T) {
 // received and no drop, which the next scrape put before them. A burst arrives while
 // the listener's reader is held, its UDP socket's buffer small; then a datagram queued
 // once the reader took the burst's, which tells of the drops, is looked at as it is
-// counted received (Options.received).
+// counted received (Options.received). So it is where a look cannot read the socket's
+// count (SO_MEMINFO, which a kernel before 4.12 lacks), with the datagram's count alone.
 func TestKernelDropsShownWithTheirDatagram(t *testing.T) {
 	const burst = 2000
-	entered, release := make(chan struct{}), make(chan struct{})
-	var mu sync.Mutex
-	var looks [][]input.Counter // Arrivals as each datagram after the first was counted
-	var listener atomic.Pointer[Listener]
-	first := true // the reader's alone
-	l := listen(t, Options{Network: "udp", Addr: "127.0.0.1:0", received: func() {
-		if first {
-			first = false
-			close(entered)
-			<-release
-			return
-		}
-		look := listener.Load().Arrivals()
-		mu.Lock()
-		looks = append(looks, look)
-		mu.Unlock()
-	}}, func(string, []byte) {})
-	listener.Store(l)
-	setReceiveBuffer(t, l.conn, 4096)
-	addr := l.conn.LocalAddr()
-	sendNonBlocking(t, addr, 1)
-	if _, ok := await.Receive(t, entered); !ok {
-		t.Fatal("the first datagram was never received")
-	}
-	failed := sendNonBlocking(t, addr, burst)
-	close(release)
-	seen := func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(looks)
-	}
-	// Every datagram of the burst is read, dropped by the kernel, or failed to send.
-	port := addr.(*net.UDPAddr).Port
-	if !await.Until(t, func() bool { return seen()+int(kernelDrops(t, port))+failed == burst }) {
-		t.Fatalf("of %d datagrams sent, %d read, %d dropped by the kernel, %d failed", burst, seen(), kernelDrops(t, port), failed)
-	}
-	burstRead := seen()
-	drops := kernelDrops(t, port)
-	if drops == 0 {
-		t.Fatalf("the kernel dropped none of %d datagrams (%d read, %d failed): nothing to show", burst, burstRead, failed)
-	}
-	if sendNonBlocking(t, addr, 1) != 0 {
-		t.Fatal("the datagram after the burst failed to send")
-	}
-	if !await.Until(t, func() bool { return seen() == burstRead+1 }) {
-		t.Fatal("the datagram after the burst was never received")
-	}
-	l.Stop()
-	mu.Lock()
-	last := looks[len(looks)-1]
-	mu.Unlock()
-	got := map[string]uint64{}
-	for _, c := range last {
-		got[c.Name+c.LabelValue] = c.Value
-	}
-	if got[selfmetric.InputDatagrams.Name] != uint64(burstRead+2) || got[selfmetric.InputDroppedDatagrams.Name+"receive_buffer"] != drops {
-		t.Errorf("a look as the datagram after the burst was counted received: %d received, %d dropped by the kernel; want %d and the %d drops it told of",
-			got[selfmetric.InputDatagrams.Name], got[selfmetric.InputDroppedDatagrams.Name+"receive_buffer"], burstRead+2, drops)
+	for _, tc := range []struct {
+		name     string
+		noLookup bool // a look does not read the socket's count
+	}{
+		{"the socket's count read at a look", false},
+		{"the datagram's count alone", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			entered, release := make(chan struct{}), make(chan struct{})
+			var mu sync.Mutex
+			var looks [][]input.Counter // Arrivals as each datagram after the first was counted
+			var listener atomic.Pointer[Listener]
+			first := true // the reader's alone
+			l := listen(t, Options{Network: "udp", Addr: "127.0.0.1:0", received: func() {
+				if first {
+					first = false
+					if tc.noLookup {
+						// The reader's, before anyone looks: the looks after it are ordered
+						// by entered or made by the reader.
+						listener.Load().udp = nil
+					}
+					close(entered)
+					<-release
+					return
+				}
+				look := listener.Load().Arrivals()
+				mu.Lock()
+				looks = append(looks, look)
+				mu.Unlock()
+			}}, func(string, []byte) {})
+			listener.Store(l)
+			setReceiveBuffer(t, l.conn, 4096)
+			addr := l.conn.LocalAddr()
+			sendNonBlocking(t, addr, 1)
+			if _, ok := await.Receive(t, entered); !ok {
+				t.Fatal("the first datagram was never received")
+			}
+			failed := sendNonBlocking(t, addr, burst)
+			close(release)
+			seen := func() int {
+				mu.Lock()
+				defer mu.Unlock()
+				return len(looks)
+			}
+			// Every datagram of the burst is read, dropped by the kernel, or failed to send.
+			port := addr.(*net.UDPAddr).Port
+			if !await.Until(t, func() bool { return seen()+int(kernelDrops(t, port))+failed == burst }) {
+				t.Fatalf("of %d datagrams sent, %d read, %d dropped by the kernel, %d failed", burst, seen(), kernelDrops(t, port), failed)
+			}
+			burstRead := seen()
+			drops := kernelDrops(t, port)
+			if drops == 0 {
+				t.Fatalf("the kernel dropped none of %d datagrams (%d read, %d failed): nothing to show", burst, burstRead, failed)
+			}
+			if sendNonBlocking(t, addr, 1) != 0 {
+				t.Fatal("the datagram after the burst failed to send")
+			}
+			if !await.Until(t, func() bool { return seen() == burstRead+1 }) {
+				t.Fatal("the datagram after the burst was never received")
+			}
+			l.Stop()
+			mu.Lock()
+			last := looks[len(looks)-1]
+			mu.Unlock()
+			got := map[string]uint64{}
+			for _, c := range last {
+				got[c.Name+c.LabelValue] = c.Value
+			}
+			if got[selfmetric.InputDatagrams.Name] != uint64(burstRead+2) || got[selfmetric.InputDroppedDatagrams.Name+"receive_buffer"] != drops {
+				t.Errorf("a look as the datagram after the burst was counted received: %d received, %d dropped by the kernel; want %d and the %d drops it told of",
+					got[selfmetric.InputDatagrams.Name], got[selfmetric.InputDroppedDatagrams.Name+"receive_buffer"], burstRead+2, drops)
+			}
+		})
 	}
 }
 
@@ -242,8 +258,114 @@ func drain(t *testing.T, c net.PacketConn, enough func(received int, drops uint6
 		}
 		received++
 		if d, ok := dropCount(oob[:oobn]); ok {
-			drops = d
+			drops = uint64(d)
 		}
 	}
 	return received, drops
+}
+
+// TestKernelDropsAfterTheLastDatagram: the datagrams the kernel dropped after the last one
+// it queued show at the next look at the counters, though no datagram came after them to
+// tell of them. A burst fills a small UDP buffer while the reader is held: the datagrams
+// queued were queued before the drops, and none follows.
+func TestKernelDropsAfterTheLastDatagram(t *testing.T) {
+	const burst = 2000
+	entered, release := make(chan struct{}), make(chan struct{})
+	var read atomic.Int64 // datagrams read after the first
+	first := true         // the reader's alone
+	l := listen(t, Options{Network: "udp", Addr: "127.0.0.1:0", received: func() {
+		if first {
+			first = false
+			close(entered)
+			<-release
+			return
+		}
+		read.Add(1)
+	}}, func(string, []byte) {})
+	setReceiveBuffer(t, l.conn, 4096)
+	addr := l.conn.LocalAddr()
+	sendNonBlocking(t, addr, 1)
+	if _, ok := await.Receive(t, entered); !ok {
+		t.Fatal("the first datagram was never received")
+	}
+	failed := sendNonBlocking(t, addr, burst)
+	close(release)
+	port := addr.(*net.UDPAddr).Port
+	if !await.Until(t, func() bool { return int(read.Load())+int(kernelDrops(t, port))+failed == burst }) {
+		t.Fatalf("of %d datagrams sent, %d read, %d dropped by the kernel, %d failed", burst, read.Load(), kernelDrops(t, port), failed)
+	}
+	drops := kernelDrops(t, port)
+	if drops == 0 {
+		t.Fatalf("the kernel dropped none of %d datagrams: nothing to show", burst)
+	}
+	got := map[string]uint64{}
+	for _, c := range l.Arrivals() {
+		got[c.Name+c.LabelValue] = c.Value
+	}
+	if got[selfmetric.InputDroppedDatagrams.Name+"receive_buffer"] != drops {
+		t.Errorf("a look once every datagram was read shows %d dropped by the kernel, want %d", got[selfmetric.InputDroppedDatagrams.Name+"receive_buffer"], drops)
+	}
+}
+
+// TestKernelDropsLookedAtWhileRead: looks at the counters (scrapes) that read the socket's
+// count while the reader takes datagrams that tell of the same drops count each drop
+// once. Each round holds the reader while a burst overflows the socket's small buffer,
+// so that the datagrams of the rounds after the first come with a count of drops as the
+// looks go on.
+func TestKernelDropsLookedAtWhileRead(t *testing.T) {
+	const rounds, burst = 4, 500
+	hold := make(chan chan struct{}, 1)
+	entered := make(chan struct{})
+	var read atomic.Int64
+	l := listen(t, Options{Network: "udp", Addr: "127.0.0.1:0", received: func() {
+		read.Add(1)
+		select {
+		case release := <-hold:
+			entered <- struct{}{}
+			<-release
+		default:
+		}
+	}}, func(string, []byte) {})
+	setReceiveBuffer(t, l.conn, 4096)
+	addr := l.conn.LocalAddr()
+	port := addr.(*net.UDPAddr).Port
+	done := make(chan struct{})
+	var looking sync.WaitGroup
+	looking.Go(func() {
+		for {
+			select {
+			case <-done:
+				return
+			default:
+				l.Arrivals()
+			}
+		}
+	})
+	sent, failed := 0, 0
+	for range rounds {
+		release := make(chan struct{})
+		hold <- release
+		failed += sendNonBlocking(t, addr, 1)
+		sent++
+		if _, ok := await.Receive(t, entered); !ok {
+			t.Fatal("the reader was never held")
+		}
+		failed += sendNonBlocking(t, addr, burst)
+		sent += burst
+		close(release)
+	}
+	if !await.Until(t, func() bool { return int(read.Load())+int(kernelDrops(t, port))+failed == sent }) {
+		t.Fatalf("of %d datagrams sent, %d read, %d dropped by the kernel, %d failed", sent, read.Load(), kernelDrops(t, port), failed)
+	}
+	close(done)
+	looking.Wait()
+	drops := kernelDrops(t, port)
+	if drops == 0 {
+		t.Fatalf("the kernel dropped none of %d datagrams: nothing to show", sent)
+	}
+	for _, c := range l.Arrivals() {
+		if c.Name == selfmetric.InputDroppedDatagrams.Name && c.LabelValue == "receive_buffer" && c.Value != drops {
+			t.Errorf("%d dropped by the kernel after %d rounds looked at while read, want %d", c.Value, rounds, drops)
+		}
+	}
 }

@@ -109,6 +109,12 @@ type Listener struct {
 	// conn and unixID are replaced when a unix socket is bound again, by the check
 	// goroutine, which Stop waits for before it reads them.
 	conn net.PacketConn
+	// udp is the UDP socket, never bound again, whose drops a look at the counters reads
+	// from the kernel (Arrivals); nil for a unix socket, which drops nothing.
+	udp *net.UDPConn
+	// lastDrops is the kernel's count of udp's drops as last read (observeDrops).
+	dropsMu   sync.Mutex
+	lastDrops uint32
 	// readBytes is the read buffer's size: one more than the longest datagram handed on,
 	// so that a longer one shows. The buffer lives as long as the socket and the heap
 	// counts it whole, so it is no larger than the socket's datagrams can be.
@@ -201,7 +207,7 @@ func (l *Listener) listenUDP(addr string) error {
 	if err != nil {
 		return err
 	}
-	l.conn, l.readBytes = c, min(l.opts.MaxLineBytes, maxUDPDatagram)+1
+	l.conn, l.udp, l.readBytes = c, c, min(l.opts.MaxLineBytes, maxUDPDatagram)+1
 	return nil
 }
 
@@ -282,7 +288,6 @@ func (l *Listener) read(c net.PacketConn) {
 	readMsg := readMsgOf(c)
 	buf := make([]byte, l.readBytes)
 	oob := make([]byte, 64)
-	var drops uint64 // the kernel's count of c's drops, which a socket bound again restarts
 	for {
 		n, oobn, flags, err := readMsg(buf, oob)
 		if err != nil {
@@ -296,9 +301,8 @@ func (l *Listener) read(c net.PacketConn) {
 			continue
 		}
 		// The kernel's drops the datagram tells of are counted before it is (Arrivals).
-		if d, ok := dropCount(oob[:oobn]); ok && d > drops {
-			l.droppedKernel.Add(d - drops)
-			drops = d
+		if d, ok := dropCount(oob[:oobn]); ok {
+			l.observeDrops(d)
 		}
 		l.received.Add(1)
 		if l.opts.received != nil {
@@ -454,21 +458,48 @@ func (l *Listener) Stats() input.Stats {
 	}
 }
 
+// observeDrops takes a reading of the kernel's count of the UDP socket's drops: one a
+// datagram came with (SO_RXQ_OVFL) or one read at a look at the counters (socketDrops).
+// The count is 32 bits and wraps, so what it grew by since the last reading is counted. A
+// reading older than the last (a datagram's, queued before a look's reading) is behind
+// it by less than half the range and is passed over.
+func (l *Listener) observeDrops(d uint32) {
+	l.dropsMu.Lock()
+	defer l.dropsMu.Unlock()
+	if grown := d - l.lastDrops; grown < 1<<31 {
+		l.droppedKernel.Add(uint64(grown))
+		l.lastDrops = d
+	}
+}
+
 // Arrivals returns the counters of the datagrams received and of those dropped before
 // they became lines (input.Arrivals): datagrams received, dropped by the kernel, dropped
 // at the queue. The queue's drops are loaded first: a datagram is received before the
-// queue drops it. Those the kernel dropped were never received: the count of them comes
-// with a datagram received after them, and is added before that one is counted received
-// and loaded after it, so that a look that shows the datagram shows the drops it told of
-// (else a scrape in between read no drops for datagrams the next one puts drops before).
+// queue drops it. Those the kernel dropped were never received: their count is read from
+// the socket here, after the datagrams received, so that a look shows every datagram
+// dropped before the last one it shows received, and those dropped after it, which no
+// datagram may come to tell of. Where the kernel cannot be asked (before Linux 4.12),
+// the count comes with a datagram received after the drops, and is added before that
+// one is counted received.
 func (l *Listener) Arrivals() []input.Counter {
 	queue := l.droppedQueue.Load()
 	received := l.received.Load()
+	l.readDrops()
 	kernel := l.droppedKernel.Load()
 	return []input.Counter{
 		selfmetric.InputDatagrams.Count(received),
 		selfmetric.InputDroppedDatagrams.Count(kernel, "receive_buffer"),
 		selfmetric.InputDroppedDatagrams.Count(queue, "queue"),
+	}
+}
+
+// readDrops reads the kernel's count of the UDP socket's drops, if there is one.
+func (l *Listener) readDrops() {
+	if l.udp == nil {
+		return
+	}
+	if d, ok := socketDrops(l.udp); ok {
+		l.observeDrops(d)
 	}
 }
 

@@ -340,6 +340,7 @@ func TestSocketPathTaken(t *testing.T) {
 		name    string
 		prepare func(t *testing.T, path string)
 		ok      bool
+		err     string // what the error says, when not ok
 	}{
 		{"stale socket from a crash is replaced", func(t *testing.T, path string) {
 			c, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
@@ -347,14 +348,22 @@ func TestSocketPathTaken(t *testing.T) {
 				t.Fatal(err)
 			}
 			c.Close() // a unixgram socket leaves its file behind, as a killed process does
-		}, true},
+		}, true, ""},
 		{"live socket is refused", func(t *testing.T, path string) {
 			c, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { c.Close() })
-		}, false},
+		}, false, "is in use by another process"},
+		// Another service's socket (journald's stdout socket): a wrong path, said so.
+		{"live stream socket is refused", func(t *testing.T, path string) {
+			ln, err := net.Listen("unix", path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { ln.Close() })
+		}, false, "is another process's socket, not a datagram one"},
 		{"symlink is refused and kept", func(t *testing.T, path string) {
 			target := path + ".stale"
 			c, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: target, Net: "unixgram"})
@@ -365,20 +374,20 @@ func TestSocketPathTaken(t *testing.T) {
 			if err := os.Symlink(target, path); err != nil {
 				t.Fatal(err)
 			}
-		}, false},
+		}, false, "exists and is not a socket"},
 		{"regular file is refused and kept", func(t *testing.T, path string) {
 			if err := os.WriteFile(path, []byte("data"), 0o600); err != nil {
 				t.Fatal(err)
 			}
-		}, false},
+		}, false, "exists and is not a socket"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "s.sock")
 			tc.prepare(t, path)
 			before, _ := os.Lstat(path)
 			l, err := Listen(Options{Network: "unixgram", Addr: path}, func(string, []byte) {})
-			if tc.ok != (err == nil) {
-				t.Fatalf("Listen: err = %v, want ok %v", err, tc.ok)
+			if tc.ok != (err == nil) || err != nil && !strings.Contains(err.Error(), path+" "+tc.err) {
+				t.Fatalf("Listen: err = %v, want ok %v or %q", err, tc.ok, path+" "+tc.err)
 			}
 			if err == nil {
 				l.Stop()
@@ -532,5 +541,32 @@ func TestListenStopped(t *testing.T) {
 	defer mu.Unlock()
 	if want := []string{"a", "b", "c", "stopped"}; !slices.Equal(order, want) {
 		t.Errorf("handler's goroutine saw %q by the time Stop returned, want %q", order, want)
+	}
+}
+
+// The kernel's count of a UDP socket's drops is 32 bits: the drops go on being counted
+// once it wraps, and a reading older than the last taken (a datagram's, queued before a
+// look read the socket's count) adds nothing.
+func TestObserveDrops(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		readings []uint32
+		want     uint64
+	}{
+		{"growing", []uint32{3, 3, 10}, 10},
+		{"an older reading", []uint32{10, 4, 12}, 12},
+		{"wrapping", []uint32{1 << 30, 1 << 31, 3 << 30, 1<<32 - 1, 6}, 1<<32 + 6},
+		{"an older reading across the wrap", []uint32{1 << 30, 1 << 31, 3 << 30, 5, 1<<32 - 2, 9}, 1<<32 + 9},
+		{"an older reading before the wrap", []uint32{3, 1<<32 - 2, 5}, 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var l Listener
+			for _, d := range tc.readings {
+				l.observeDrops(d)
+			}
+			if got := l.droppedKernel.Load(); got != tc.want {
+				t.Errorf("readings %v: %d dropped, want %d", tc.readings, got, tc.want)
+			}
+		})
 	}
 }

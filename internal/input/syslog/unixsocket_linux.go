@@ -184,7 +184,11 @@ func checkStale(path string) error {
 		c.Close()
 		return fmt.Errorf("%s is in use by another process", path)
 	}
-	if !errors.Is(err, unix.ECONNREFUSED) {
+	switch {
+	case errors.Is(err, unix.EPROTOTYPE):
+		// A live stream or seqpacket socket: another service's, a path mistaken.
+		return fmt.Errorf("%s is another process's socket, not a datagram one", path)
+	case !errors.Is(err, unix.ECONNREFUSED):
 		return fmt.Errorf("%s: checking the existing socket: %w", path, err)
 	}
 	return nil
