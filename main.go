@@ -10,9 +10,11 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"os/signal"
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 	// The IANA zones a rule's timestamp: location: names, in the binary: the image has no
 	// zoneinfo of its own, and a rule file must load alike wherever it runs.
@@ -168,6 +170,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		*configFile = file
 	}
+	var hangups chan os.Signal
+	if !*configCheck && !*dashboardOut && len(*replayFiles) == 0 && *explainFile == "" {
+		// Caught before the rule file is read, which takes seconds for thousands of rules:
+		// a SIGHUP meanwhile would end the process with the signal's default action. It is
+		// the reload it asks for once the server runs, which reads the file again.
+		hangups = make(chan os.Signal, 1)
+		signal.Notify(hangups, syscall.SIGHUP)
+		defer signal.Stop(hangups)
+	}
 	var watch *configwatch.Watcher
 	var watchErr error
 	if *configWatch && !*dashboardOut && len(*replayFiles) == 0 && *explainFile == "" {
@@ -184,7 +195,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		watch = w
 	}
-	cfg, err := config.Load(*configFile)
+	cfg, err := loadConfig(*configFile)
 	if *configCheck {
 		// The bound is the start's, which the rules' budgets are checked against.
 		bound := memoryBound(logger, *maxBytes, maxBytesSet)
@@ -269,6 +280,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		MetricsPath:    *metricsPath,
 		Lifecycle:      *lifecycle,
 		Watch:          watch,
+		Hangups:        hangups,
 		LineTester:     *lineTester,
 		ReadTimeout:    *readTimeout,
 		WriteTimeout:   *writeTimeout,
@@ -396,3 +408,7 @@ func flagError(app *kingpin.Application, args []string, err error) error {
 	}
 	return err
 }
+
+// loadConfig loads the rule file at the start: config.Load, which a test replaces to act
+// while the file loads.
+var loadConfig = config.Load
