@@ -173,6 +173,8 @@ type decoder struct {
 	// they passed maxRegexBytes.
 	regexBytes int
 	regexSpent bool
+	// checkedKeys are the mappings checked for keys given twice (keysChecked).
+	checkedKeys map[*yaml.Node]bool
 	// initialRewriteBudget is what is left of maxInitialRewriteBytes, the text the
 	// initial label sets may be rewritten over to find those the rewrites would change.
 	initialRewriteBudget int
