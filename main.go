@@ -332,7 +332,8 @@ var defaultConfigFiles = []string{"logwindow.yml", "logwindow.yaml"}
 func defaultConfigFile(logger *slog.Logger) (string, error) {
 	var found []string
 	for _, f := range defaultConfigFiles {
-		if _, err := os.Stat(f); !errors.Is(err, fs.ErrNotExist) {
+		// Lstat: a link to nothing is there too, and its load says where it leads.
+		if _, err := os.Lstat(f); !errors.Is(err, fs.ErrNotExist) {
 			found = append(found, f) // a file that cannot be looked at is reported by the load
 		}
 	}

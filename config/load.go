@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"regexp"
 	"slices"
@@ -78,6 +79,11 @@ func readFile(path string, pipe bool) ([]byte, error) {
 	// O_NONBLOCK: the open of a FIFO would wait for a writer.
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
+		// A link to nothing is listed by ls, where "no such file" alone reads as a wrong
+		// path: a rule file moved from under it, a ConfigMap's key renamed.
+		if target, lerr := os.Readlink(path); lerr == nil && errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%w: it is a symbolic link to %s, which leads to no file", err, target)
+		}
 		return nil, err
 	}
 	defer f.Close()
