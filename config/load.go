@@ -467,6 +467,8 @@ func (d *decoder) global(e entry, g *Global) {
 		md, err := model.ParseDuration(s)
 		switch {
 		case !ok:
+		case tooLong(err):
+			d.add(e.key.Line, "global", "counter_ttl: %s is longer than a duration holds (about 292 years); write 0 to keep counters while the process lives", s)
 		case err != nil:
 			d.add(e.key.Line, "global", "counter_ttl: %q is not a duration (write e.g. 24h, 7d, or 0 to keep counters while the process lives)", s)
 		default:
@@ -488,6 +490,12 @@ func (d *decoder) global(e entry, g *Global) {
 			g.MaxSeriesPerRule = n
 		}
 	}
+}
+
+// tooLong reports whether err is model.ParseDuration's of a duration written right but
+// past what a time.Duration holds (100000000000h), which is no typo to point at.
+func tooLong(err error) bool {
+	return err != nil && strings.HasSuffix(err.Error(), "out of range")
 }
 
 // windows decodes a list of Prometheus durations and checks the wheels can serve them. It
@@ -515,6 +523,11 @@ func (d *decoder) windows(e entry, subject string) ([]time.Duration, []string, b
 	parsed := make([]window, 0, len(texts))
 	for _, t := range texts {
 		md, err := model.ParseDuration(t)
+		if tooLong(err) {
+			d.add(e.key.Line, subject, "windows: %s: longer than the longest supported window (%d days)", t, windows.MaxWindow/(24*time.Hour))
+			ok = false
+			continue
+		}
 		if err != nil {
 			d.add(e.key.Line, subject, "windows: %q is not a duration (write e.g. 30s, 5m, 1h, 1d)", t)
 			ok = false
