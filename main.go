@@ -170,8 +170,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		*configFile = file
 	}
+	// The one-shots print and exit: they keep SIGHUP's default action and watch no file.
+	oneShot := *dashboardOut || len(*replayFiles) > 0 || *explainFile != ""
 	var hangups chan os.Signal
-	if !*configCheck && !*dashboardOut && len(*replayFiles) == 0 && *explainFile == "" {
+	if !*configCheck && !oneShot {
 		// Caught before the rule file is read, which takes seconds for thousands of rules:
 		// a SIGHUP meanwhile would end the process with the signal's default action. It is
 		// the reload it asks for once the server runs, which reads the file again.
@@ -181,7 +183,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	var watch *configwatch.Watcher
 	var watchErr error
-	if *configWatch && !*dashboardOut && len(*replayFiles) == 0 && *explainFile == "" {
+	if *configWatch && !oneShot {
 		// Before the load: a change in between reloads once more instead of going unseen.
 		// With --config.check too, which must refuse the file the watch refuses (a pipe),
 		// among its other errors.
