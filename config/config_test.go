@@ -205,12 +205,14 @@ func TestBadConfigs(t *testing.T) {
 			`:4: rule #1: key "name" is given twice (first on line 2)`,
 		},
 		// A mapping only merged is checked too, once whatever merges it, and so is the
-		// merge key itself: both were taken silently, the first one winning, where YAML
-		// (and yaml.v3 decoding into a map) refuses a key given twice.
+		// merge key itself, in a mapping of its own or merged: both were taken silently,
+		// the first one winning, where YAML (and yaml.v3 decoding into a map) refuses a
+		// key given twice.
 		"duplicate_merged_key.yaml": {
 			`:4: rule #1: key "windows" is given twice (first on line 4)`,
 			`:11: rule #3: key "<<" is given twice (first on line 10); merge several mappings with one: <<: [*a, *b]`,
 			`:16: rule #4: key "help" is given twice (first on line 15)`,
+			`:21: rule #6: key "<<" is given twice (first on line 21); merge several mappings with one: <<: [*a, *b]`,
 		},
 		"kinds.yaml": {
 			`:1: global: must be a mapping, not a list`,
