@@ -16,7 +16,7 @@ import (
 // MaxFileBytes, is refused with an error naming it, at once: a FIFO blocked the load (a
 // reload, or the watch of the file) until something wrote to it, and a device such as
 // /dev/zero was read until memory ran out. A file past the bound reached by links, as a
-// ConfigMap's volume reaches it, is refused by its own size. A link to nothing says so. Load, of the file the
+// ConfigMap's volume reaches it, is refused by its own size. A link to nothing says so; one round a loop does not. Load, of the file the
 // exporter starts with, reads a pipe (TestLoadReadsAPipe): a FIFO no one writes to is read
 // at once, and its error says it held nothing (not that the file has no rules).
 func TestLoadRefusesWhatIsNoRuleFile(t *testing.T) {
@@ -51,10 +51,16 @@ func TestLoadRefusesWhatIsNoRuleFile(t *testing.T) {
 	if err := os.Symlink(filepath.Join("..data", "old-key.yaml"), keyRemoved); err != nil {
 		t.Fatal(err)
 	}
+	// A link that leads round in a loop leads somewhere: it is no file missing.
+	loop := filepath.Join(dir, "loop.yaml")
+	if err := os.Symlink("loop.yaml", loop); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		path, want string
 		load       func(string) (*Config, error)
 	}{
+		{loop, "reading config: open " + loop + ": too many levels of symbolic links", Load},
 		{dangling, "reading config: open " + dangling + ": no such file or directory: it is a symbolic link to moved.yaml, which leads to no file", Load},
 		{keyRemoved, "reading config: open " + keyRemoved + ": no such file or directory: it is a symbolic link to ..data/old-key.yaml, which leads to no file", LoadAgain},
 		{fifo, "reading config: " + notRegular(t, fifo), LoadAgain},
