@@ -16,9 +16,10 @@ import (
 // MaxFileBytes, is refused with an error naming it, at once: a FIFO blocked the load (a
 // reload, or the watch of the file) until something wrote to it, and a device such as
 // /dev/zero was read until memory ran out. A file past the bound reached by links, as a
-// ConfigMap's volume reaches it, is refused by its own size. A link to nothing says so; one round a loop does not. Load, of the file the
-// exporter starts with, reads a pipe (TestLoadReadsAPipe): a FIFO no one writes to is read
-// at once, and its error says it held nothing (not that the file has no rules).
+// ConfigMap's volume reaches it, is refused by its own size. A link to nothing says so;
+// one round a loop does not. Load, of the file the exporter starts with, reads a pipe
+// (TestLoadReadsAPipe): a FIFO no one writes to is read at once, and its error says it
+// held nothing (not that the file has no rules).
 func TestLoadRefusesWhatIsNoRuleFile(t *testing.T) {
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "fifo.yaml")
