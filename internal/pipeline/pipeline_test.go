@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -239,6 +240,19 @@ func TestMissingInputs(t *testing.T) {
 	if err := syscall.Mkfifo(filepath.Join(dir, "fifo.log"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// A glob of a directory and a pipe: the pipe, which a regular file could be meant
+	// for, is told of rather than the directory.
+	if err := os.MkdirAll(filepath.Join(dir, "special", "a.log"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, "special", "b.log"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sock, err := net.Listen("unix", filepath.Join(dir, "sock.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sock.Close()
 	cfg, err := config.Parse([]byte(fmt.Sprintf(`
 inputs:
   - {name: ok, path: %[1]s/present.log}
@@ -254,6 +268,8 @@ inputs:
   - {name: fifo, path: %[1]s/fifo.log}
   - {name: fifos, path: %[1]s/fifo.*}
   - {name: device, path: /dev/null}
+  - {name: special, path: %[1]s/special/*.log}
+  - {name: socket, path: %[1]s/sock.log}
 rules: [{name: lines, match: x}]
 `, dir)), "rules.yaml")
 	if err != nil {
@@ -273,6 +289,8 @@ rules: [{name: lines, match: x}]
 		fmt.Sprintf(`input "fifo": path %[1]q matches no regular file (%[1]s is a named pipe), and only a regular file is read; it is followed once one is there, and logwindow_input_files{input="fifo"} is 0 until then`, dir+"/fifo.log"),
 		fmt.Sprintf(`input "fifos": path %q matches no regular file (%s is a named pipe), and only a regular file is read; it is followed once one is there, and logwindow_input_files{input="fifos"} is 0 until then`, dir+"/fifo.*", dir+"/fifo.log"),
 		`input "device": path "/dev/null" matches no regular file (/dev/null is a device), and only a regular file is read; it is followed once one is there, and logwindow_input_files{input="device"} is 0 until then`,
+		fmt.Sprintf(`input "special": path %q matches no regular file (%s is a named pipe), and only a regular file is read; it is followed once one is there, and logwindow_input_files{input="special"} is 0 until then`, dir+"/special/*.log", dir+"/special/b.log"),
+		fmt.Sprintf(`input "socket": path %[1]q matches no regular file (%[1]s is a socket), and only a regular file is read; it is followed once one is there, and logwindow_input_files{input="socket"} is 0 until then`, dir+"/sock.log"),
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
