@@ -10,9 +10,11 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"os/signal"
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 	// The IANA zones a rule's timestamp: location: names, in the binary: the image has no
 	// zoneinfo of its own, and a rule file must load alike wherever it runs.
@@ -168,9 +170,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		*configFile = file
 	}
+	// The one-shots print and exit: they keep SIGHUP's default action and watch no file.
+	oneShot := *dashboardOut || len(*replayFiles) > 0 || *explainFile != ""
+	var hangups chan os.Signal
+	if !*configCheck && !oneShot {
+		// Caught before the rule file is read, which takes seconds for thousands of rules:
+		// a SIGHUP meanwhile would end the process with the signal's default action. It is
+		// the reload it asks for once the server runs, which reads the file again.
+		hangups = make(chan os.Signal, 1)
+		signal.Notify(hangups, syscall.SIGHUP)
+		defer signal.Stop(hangups)
+	}
 	var watch *configwatch.Watcher
 	var watchErr error
-	if *configWatch && !*dashboardOut && len(*replayFiles) == 0 && *explainFile == "" {
+	if *configWatch && !oneShot {
 		// Before the load: a change in between reloads once more instead of going unseen.
 		// With --config.check too, which must refuse the file the watch refuses (a pipe),
 		// among its other errors.
@@ -184,7 +197,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		watch = w
 	}
-	cfg, err := config.Load(*configFile)
+	cfg, err := loadConfig(*configFile)
 	if *configCheck {
 		// The bound is the start's, which the rules' budgets are checked against.
 		bound := memoryBound(logger, *maxBytes, maxBytesSet)
@@ -269,6 +282,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		MetricsPath:    *metricsPath,
 		Lifecycle:      *lifecycle,
 		Watch:          watch,
+		Hangups:        hangups,
 		LineTester:     *lineTester,
 		ReadTimeout:    *readTimeout,
 		WriteTimeout:   *writeTimeout,
@@ -320,7 +334,8 @@ var defaultConfigFiles = []string{"logwindow.yml", "logwindow.yaml"}
 func defaultConfigFile(logger *slog.Logger) (string, error) {
 	var found []string
 	for _, f := range defaultConfigFiles {
-		if _, err := os.Stat(f); !errors.Is(err, fs.ErrNotExist) {
+		// Lstat: a link to nothing is there too, and its load says where it leads.
+		if _, err := os.Lstat(f); !errors.Is(err, fs.ErrNotExist) {
 			found = append(found, f) // a file that cannot be looked at is reported by the load
 		}
 	}
@@ -396,3 +411,7 @@ func flagError(app *kingpin.Application, args []string, err error) error {
 	}
 	return err
 }
+
+// loadConfig loads the rule file at the start: config.Load, which a test replaces to act
+// while the file loads.
+var loadConfig = config.Load

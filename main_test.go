@@ -380,23 +380,32 @@ func TestDefaultConfigFile(t *testing.T) {
 	cases := []struct {
 		name   string
 		files  map[string]string
+		links  map[string]string // name: target
 		args   []string
 		code   int
 		stdout string // what --config.check printed
 		level  string // the level and source of the log line, if any
 		stderr string // a part of the log or the error
 	}{
-		{"yml", map[string]string{"logwindow.yml": oneRule}, nil, 0, "logwindow.yml: 1 rule,", `level=INFO source=main.go`, `msg="no --config.file given: reading the default rule file" file=logwindow.yml`},
-		{"yaml", map[string]string{"logwindow.yaml": twoRules}, nil, 0, "logwindow.yaml: 2 rules", `level=INFO source=main.go`, `msg="no --config.file given: reading the default rule file" file=logwindow.yaml`},
-		{"both", map[string]string{"logwindow.yml": oneRule, "logwindow.yaml": twoRules}, nil, 0, "logwindow.yml: 1 rule,", `level=WARN source=main.go`, `msg="no --config.file given and several default rule files exist: reading the first, pass --config.file to choose" file=logwindow.yml ignored=logwindow.yaml`},
-		{"neither", nil, nil, 1, "", "", "no --config.file given, and none of logwindow.yml, logwindow.yaml is in the working directory"},
-		{"given", map[string]string{"logwindow.yml": oneRule, "rules.yaml": twoRules}, []string{"--config.file=rules.yaml"}, 0, "rules.yaml: 2 rules", "", ""},
+		{"yml", map[string]string{"logwindow.yml": oneRule}, nil, nil, 0, "logwindow.yml: 1 rule,", `level=INFO source=main.go`, `msg="no --config.file given: reading the default rule file" file=logwindow.yml`},
+		{"yaml", map[string]string{"logwindow.yaml": twoRules}, nil, nil, 0, "logwindow.yaml: 2 rules", `level=INFO source=main.go`, `msg="no --config.file given: reading the default rule file" file=logwindow.yaml`},
+		{"both", map[string]string{"logwindow.yml": oneRule, "logwindow.yaml": twoRules}, nil, nil, 0, "logwindow.yml: 1 rule,", `level=WARN source=main.go`, `msg="no --config.file given and several default rule files exist: reading the first, pass --config.file to choose" file=logwindow.yml ignored=logwindow.yaml`},
+		{"neither", nil, nil, nil, 1, "", "", "no --config.file given, and none of logwindow.yml, logwindow.yaml is in the working directory"},
+		// A link to nothing is the file ls lists: its load says where it leads, where
+		// "none is in the working directory" was said of it.
+		{"link to nothing", nil, map[string]string{"logwindow.yml": "rules/logwindow.yml"}, nil, 1, "", "", "open logwindow.yml: no such file or directory: it is a symbolic link to rules/logwindow.yml, which leads to no file"},
+		{"given", map[string]string{"logwindow.yml": oneRule, "rules.yaml": twoRules}, nil, []string{"--config.file=rules.yaml"}, 0, "rules.yaml: 2 rules", "", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Chdir(t.TempDir())
 			for name, data := range c.files {
 				if err := os.WriteFile(name, []byte(data), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for name, target := range c.links {
+				if err := os.Symlink(target, name); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -204,6 +204,16 @@ func TestBadConfigs(t *testing.T) {
 		"duplicate_key.yaml": {
 			`:4: rule #1: key "name" is given twice (first on line 2)`,
 		},
+		// A mapping only merged is checked too, once whatever merges it, and so is the
+		// merge key itself, in a mapping of its own or merged: both were taken silently,
+		// the first one winning, where YAML (and yaml.v3 decoding into a map) refuses a
+		// key given twice.
+		"duplicate_merged_key.yaml": {
+			`:4: rule #1: key "windows" is given twice (first on line 4)`,
+			`:11: rule #3: key "<<" is given twice (first on line 10); merge several mappings with one: <<: [*a, *b]`,
+			`:16: rule #4: key "help" is given twice (first on line 15)`,
+			`:21: rule #6: key "<<" is given twice (first on line 21); merge several mappings with one: <<: [*a, *b]`,
+		},
 		"kinds.yaml": {
 			`:1: global: must be a mapping, not a list`,
 			`:2: inputs: must be a list of inputs (- path: ...), not a mapping`,
@@ -218,6 +228,11 @@ func TestBadConfigs(t *testing.T) {
 			`:9: rule "b": windows: 400d: longer than the longest supported window (366 days)`,
 			`:12: rule "c": windows: 1m and 60s are the same window; list it once`,
 			`:15: rule "d": windows: the list is empty; give at least one window (e.g. [1m, 5m])`,
+			// Past what a duration holds: its error said it was no duration.
+			`:18: rule "e": windows: 100000000000h: longer than the longest supported window (366 days)`,
+		},
+		"counter_ttl_range.yaml": {
+			`:2: global: counter_ttl: 1000000y is longer than a duration holds (about 292 years); write 0 to keep counters while the process lives`,
 		},
 		"missing_comma.yaml": {
 			`:8: rule "leading": windows: "5m 15m" is written over two lines with no comma between them (from line 7), which YAML reads as one item; put a comma between its parts`,

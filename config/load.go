@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"regexp"
 	"slices"
@@ -78,6 +79,11 @@ func readFile(path string, pipe bool) ([]byte, error) {
 	// O_NONBLOCK: the open of a FIFO would wait for a writer.
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
+		// A link to nothing is listed by ls, where "no such file" alone reads as a wrong
+		// path: a rule file moved from under it, a ConfigMap's key renamed.
+		if target, lerr := os.Readlink(path); lerr == nil && errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%w: it is a symbolic link to %s, which leads to no file", err, target)
+		}
 		return nil, err
 	}
 	defer f.Close()
@@ -173,6 +179,8 @@ type decoder struct {
 	// they passed maxRegexBytes.
 	regexBytes int
 	regexSpent bool
+	// checkedKeys are the mappings checked for keys given twice (keysChecked).
+	checkedKeys map[*yaml.Node]bool
 	// initialRewriteBudget is what is left of maxInitialRewriteBytes, the text the
 	// initial label sets may be rewritten over to find those the rewrites would change.
 	initialRewriteBudget int
@@ -459,6 +467,8 @@ func (d *decoder) global(e entry, g *Global) {
 		md, err := model.ParseDuration(s)
 		switch {
 		case !ok:
+		case tooLong(err):
+			d.add(e.key.Line, "global", "counter_ttl: %s is longer than a duration holds (about 292 years); write 0 to keep counters while the process lives", s)
 		case err != nil:
 			d.add(e.key.Line, "global", "counter_ttl: %q is not a duration (write e.g. 24h, 7d, or 0 to keep counters while the process lives)", s)
 		default:
@@ -480,6 +490,12 @@ func (d *decoder) global(e entry, g *Global) {
 			g.MaxSeriesPerRule = n
 		}
 	}
+}
+
+// tooLong reports whether err is model.ParseDuration's of a duration written right but
+// past what a time.Duration holds (100000000000h), which is no typo to point at.
+func tooLong(err error) bool {
+	return err != nil && strings.HasSuffix(err.Error(), "out of range")
 }
 
 // windows decodes a list of Prometheus durations and checks the wheels can serve them. It
@@ -507,6 +523,11 @@ func (d *decoder) windows(e entry, subject string) ([]time.Duration, []string, b
 	parsed := make([]window, 0, len(texts))
 	for _, t := range texts {
 		md, err := model.ParseDuration(t)
+		if tooLong(err) {
+			d.add(e.key.Line, subject, "windows: %s: longer than the longest supported window (%d days)", t, windows.MaxWindow/(24*time.Hour))
+			ok = false
+			continue
+		}
 		if err != nil {
 			d.add(e.key.Line, subject, "windows: %q is not a duration (write e.g. 30s, 5m, 1h, 1d)", t)
 			ok = false

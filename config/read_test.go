@@ -16,9 +16,10 @@ import (
 // MaxFileBytes, is refused with an error naming it, at once: a FIFO blocked the load (a
 // reload, or the watch of the file) until something wrote to it, and a device such as
 // /dev/zero was read until memory ran out. A file past the bound reached by links, as a
-// ConfigMap's volume reaches it, is refused by its own size. Load, of the file the
-// exporter starts with, reads a pipe (TestLoadReadsAPipe): a FIFO no one writes to is read
-// at once, and its error says it held nothing (not that the file has no rules).
+// ConfigMap's volume reaches it, is refused by its own size. A link to nothing says so;
+// one round a loop does not. Load, of the file the exporter starts with, reads a pipe
+// (TestLoadReadsAPipe): a FIFO no one writes to is read at once, and its error says it
+// held nothing (not that the file has no rules).
 func TestLoadRefusesWhatIsNoRuleFile(t *testing.T) {
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "fifo.yaml")
@@ -40,10 +41,29 @@ func TestLoadRefusesWhatIsNoRuleFile(t *testing.T) {
 		os.Symlink(filepath.Join("..data", "rules.yaml"), mounted)); err != nil {
 		t.Fatal(err)
 	}
+	// A link to nothing: a rule file moved away from under it, or a ConfigMap's key
+	// renamed, whose link the kubelet keeps until the pod restarts. Its error said only
+	// that the file, which ls lists, does not exist.
+	dangling := filepath.Join(dir, "dangling.yaml")
+	if err := os.Symlink("moved.yaml", dangling); err != nil {
+		t.Fatal(err)
+	}
+	keyRemoved := filepath.Join(dir, "old-key.yaml")
+	if err := os.Symlink(filepath.Join("..data", "old-key.yaml"), keyRemoved); err != nil {
+		t.Fatal(err)
+	}
+	// A link that leads round in a loop leads somewhere: it is no file missing.
+	loop := filepath.Join(dir, "loop.yaml")
+	if err := os.Symlink("loop.yaml", loop); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		path, want string
 		load       func(string) (*Config, error)
 	}{
+		{loop, "reading config: open " + loop + ": too many levels of symbolic links", Load},
+		{dangling, "reading config: open " + dangling + ": no such file or directory: it is a symbolic link to moved.yaml, which leads to no file", Load},
+		{keyRemoved, "reading config: open " + keyRemoved + ": no such file or directory: it is a symbolic link to ..data/old-key.yaml, which leads to no file", LoadAgain},
 		{fifo, "reading config: " + notRegular(t, fifo), LoadAgain},
 		{fifo, "reading config: " + fifo + ": read nothing from the pipe: its writer wrote nothing, or none had opened it (a named pipe is read at once, not waited on)", Load},
 		{"/dev/zero", "reading config: " + notRegular(t, "/dev/zero"), Load},
@@ -75,6 +95,10 @@ func TestLoadRefusesWhatIsNoRuleFile(t *testing.T) {
 			}
 			if err == nil || err.Error() != tt.want {
 				t.Errorf("got %.300v, want %s", err, tt.want)
+			}
+			// The watch of the file tells a file missing a moment (a save) by it.
+			if _, lerr := os.Lstat(tt.path); lerr == nil && strings.Contains(tt.want, "no such file") && !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("%v is not os.ErrNotExist", err)
 			}
 		})
 	}

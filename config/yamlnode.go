@@ -98,9 +98,16 @@ func (d *decoder) mapping(n *yaml.Node, subject, what string) ([]entry, bool) {
 	}
 	var own, merged []entry
 	seen := map[string]*yaml.Node{}
+	d.keysChecked(n)
+	var mergeKey *yaml.Node
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		if k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge" {
+			if mergeKey != nil {
+				d.add(k.Line, subject, "%s%s", at(what), mergedTwice(mergeKey))
+				continue
+			}
+			mergeKey = k
 			merged = d.merge(v, subject, what, merged, map[*yaml.Node]bool{})
 			continue
 		}
@@ -144,20 +151,57 @@ func (d *decoder) merge(v *yaml.Node, subject, what string, out []entry, visited
 			continue
 		}
 		visited[m] = true
+		// A key given twice in a mapping only merged is told once, whatever merges it.
+		report := d.keysChecked(m)
+		seen := map[string]*yaml.Node{}
+		var mergeKey *yaml.Node
 		var nested []entry
 		for i := 0; i+1 < len(m.Content); i += 2 {
 			k, val := m.Content[i], m.Content[i+1]
 			if k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge" {
+				if mergeKey != nil {
+					if report {
+						d.add(k.Line, subject, "%s%s", at(what), mergedTwice(mergeKey))
+					}
+					continue
+				}
+				mergeKey = k
 				nested = d.merge(val, subject, what, nested, visited)
 				continue
 			}
 			if k = resolve(k); k.Kind == yaml.ScalarNode {
+				if first, dup := seen[k.Value]; dup {
+					if report {
+						d.add(k.Line, subject, "%skey %q is given twice (first on line %d)", at(what), k.Value, first.Line)
+					}
+					continue
+				}
+				seen[k.Value] = k
 				out = append(out, entry{k, val})
 			}
 		}
 		out = append(out, nested...)
 	}
 	return out
+}
+
+// keysChecked marks mapping m as checked for keys given twice, and reports whether it was
+// not yet: a mapping that is a rule's own and merged into others, or merged into many, is
+// told of once.
+func (d *decoder) keysChecked(m *yaml.Node) bool {
+	if d.checkedKeys[m] {
+		return false
+	}
+	if d.checkedKeys == nil {
+		d.checkedKeys = map[*yaml.Node]bool{}
+	}
+	d.checkedKeys[m] = true
+	return true
+}
+
+// mergedTwice is the problem of a second merge key in a mapping, first the first.
+func mergedTwice(first *yaml.Node) string {
+	return fmt.Sprintf("key \"<<\" is given twice (first on line %d); merge several mappings with one: <<: [*a, *b]", first.Line)
 }
 
 // known reports keys that are not in the allowed set; a typo gets a suggestion.

@@ -63,6 +63,9 @@ type Watcher struct {
 	// entries are those of the directory the file depends on (dependsOn), found again
 	// after each event of one of them and at each check.
 	entries map[string]bool
+	// rewatch, when set (Run), watches the file's directory at each check if nothing
+	// watches it.
+	rewatch func()
 }
 
 // New reads path's current content as the one loaded. Call it before the configuration
@@ -91,21 +94,24 @@ func (w *Watcher) Run(ctx context.Context, opts Options) error {
 	if opts.Reload == nil || opts.After == nil || opts.Logger == nil || opts.Settle <= 0 || opts.Poll <= 0 {
 		return fmt.Errorf("configwatch: Reload, After, Logger, Settle and Poll are required")
 	}
-	var events <-chan fsnotify.Event
-	var errs <-chan error
 	fw, err := fsnotify.NewWatcher()
-	if err == nil {
-		err = fw.Add(filepath.Dir(w.path))
-	}
 	if err != nil {
 		opts.Logger.Warn("cannot watch the rule file's directory; checking it by polling only", "path", w.path, "poll", opts.Poll, "err", err)
-	} else {
-		events, errs = fw.Events, fw.Errors
+		return w.loop(ctx, opts, nil, nil)
 	}
-	if fw != nil {
-		defer fw.Close()
+	defer fw.Close()
+	dir := filepath.Dir(w.path)
+	if err := fw.Add(dir); err != nil {
+		opts.Logger.Warn("cannot watch the rule file's directory; checking it by polling until it can be", "path", w.path, "poll", opts.Poll, "err", err)
 	}
-	return w.loop(ctx, opts, events, errs)
+	w.rewatch = func() {
+		// A directory removed or renamed takes its watch along: the one at its path
+		// again (a deploy that replaces it whole) is watched once a check finds it.
+		if len(fw.WatchList()) == 0 && fw.Add(dir) == nil {
+			opts.Logger.Info("watching the rule file's directory", "path", w.path)
+		}
+	}
+	return w.loop(ctx, opts, fw.Events, fw.Errors)
 }
 
 // loop is Run's, on the events and errors of a watch of the file's directory (nil: none).
@@ -248,6 +254,10 @@ func (r reading) same(o reading) bool {
 
 // read reads the file as a check does.
 func (w *Watcher) read() reading {
+	// Before the read: a change made after it is an event.
+	if w.rewatch != nil {
+		w.rewatch()
+	}
 	// A symlink out of the directory may have been retargeted, which makes no event here.
 	w.entries = dependsOn(w.path)
 	sum, empty, err := digest(w.path)

@@ -867,3 +867,38 @@ func TestEmptyFileWaitsForThePoll(t *testing.T) {
 		t.Fatalf("the file written at last: reload read %q, want v3", got)
 	}
 }
+
+// TestDirectoryRecreated: a directory removed and made again (a deploy that replaces
+// it whole, rm -rf and a copy) took its watch along, and the new one at its path was
+// never watched: every later change waited for the poll, 30 s instead of a second. The
+// check that finds the directory back watches it again.
+func TestDirectoryRecreated(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "conf")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "rules.yaml")
+	write(t, path, "v1")
+	h := start(t, path)
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := h.settle(t); ok {
+		t.Fatalf("reloaded %q for a file missing a moment", got)
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, path, "v2")
+	// Nothing watches the new directory yet: the poll finds it, and its change.
+	if got, ok := h.fireOnce(t, poll); ok {
+		t.Fatalf("a poll reloaded %q at once, with no second read", got)
+	}
+	if got, ok := h.fireOnce(t, settle); !ok || got != "v2" {
+		t.Fatalf("the poll's second read: reloaded %v, read %q; want a reload of v2", ok, got)
+	}
+	write(t, path, "v3")
+	if got := h.settleAndReload(t); got != "v3" {
+		t.Fatalf("reload read %q, want v3", got)
+	}
+}

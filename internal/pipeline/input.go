@@ -913,7 +913,8 @@ func (in *stream) release() {
 // glob that stops a level short of the files (pods/* for pods/*/*.log) would read nothing
 // with nothing said; nor does a glob whose files are all symbolic links out of its root
 // (/var/log/containers/*.log, whose links lead into /var/log/pods), which the follower
-// refuses one by one. A rule file of no input at all, which --replay reads files with,
+// refuses one by one; nor does a path to a named pipe or a device, which it refuses as
+// not a regular file. A rule file of no input at all, which --replay reads files with,
 // has its rules read no line while served: that is said too.
 func MissingInputs(cfg *config.Config) []string {
 	if len(cfg.Inputs) == 0 {
@@ -933,8 +934,17 @@ func MissingInputs(cfg *config.Config) []string {
 				continue
 			}
 		}
-		what := "matches no file; it is followed once one appears"
-		if slices.ContainsFunc(matches, isDir) {
+		const missing = "matches no file; it is followed once one appears"
+		what := missing
+		for _, m := range matches {
+			// nginx's access.log linked to /dev/stdout, a pipe meant to be read: the
+			// follower refuses it as not a regular file, and retries for ever.
+			if kind := special(m); kind != "" {
+				what = fmt.Sprintf("matches no regular file (%s is %s), and only a regular file is read; it is followed once one is there", m, kind)
+				break
+			}
+		}
+		if what == missing && slices.ContainsFunc(matches, isDir) {
 			what = "matches only directories, which are not read (a glob names files: DIR/*.log); it is followed once a file matches"
 		}
 		out = append(out, fmt.Sprintf("input %q: path %q %s, and logwindow_input_files{input=%q} is 0 until then", ci.Label(), ci.File.Path, what, ci.Label()))
@@ -1038,7 +1048,7 @@ func configWarns(a, b string) bool {
 }
 
 // outOfRoot words the warning of MissingInputs for the path of input label whose every
-// file (of matches, those that are not directories) the follower refuses as a symbolic
+// file (of matches, the regular files) the follower refuses as a symbolic
 // link out of the glob's root; "" when it reads one. some is whether matches has a file
 // at all. It stops at the first file read, most often the first: a start or a reload
 // stats no more of a glob of thousands of pod files.
@@ -1046,7 +1056,7 @@ func outOfRoot(label, path string, matches []string) (warning string, some bool)
 	var first error
 	files := 0
 	for _, m := range matches {
-		if !notDir(m) {
+		if !regular(m) {
 			continue
 		}
 		files++
@@ -1090,11 +1100,27 @@ func SocketProblems(cfg *config.Config) []string {
 	return out
 }
 
-// notDir reports whether path is there and is not a directory (a symlink is looked
-// through): something a follower may read.
-func notDir(path string) bool {
+// regular reports whether path is a regular file (a symlink is looked through): what a
+// follower reads.
+func regular(path string) bool {
 	fi, err := statMatch(path)
-	return err == nil && !fi.IsDir()
+	return err == nil && fi.Mode().IsRegular()
+}
+
+// special says what path is when it is there and is neither a regular file nor a
+// directory (a symlink is looked through): a named pipe, a socket or a device, which no
+// follower reads; "" when it is not one.
+func special(path string) string {
+	fi, err := os.Stat(path)
+	switch {
+	case err != nil || fi.Mode().IsRegular() || fi.IsDir():
+		return ""
+	case fi.Mode()&os.ModeNamedPipe != 0:
+		return "a named pipe"
+	case fi.Mode()&os.ModeSocket != 0:
+		return "a socket"
+	}
+	return "a device"
 }
 
 // isDir reports whether path is a directory (a symlink is looked through).

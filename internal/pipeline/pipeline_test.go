@@ -4,11 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 	"weak"
@@ -203,6 +205,9 @@ next:
 // level left out) reads nothing either, as does a path that is a directory, or a glob
 // whose files are all symbolic links out of its root (/var/log/containers/*.log, whose
 // links lead into /var/log/pods), which the follower refuses.
+// So does a path that is a named pipe or a device (nginx's access.log linked to
+// /dev/stdout), which the follower refuses as not a regular file, retrying for ever:
+// --config.check said OK of it, and the start nothing but that it retries.
 func TestMissingInputs(t *testing.T) {
 	dir := t.TempDir()
 	present := filepath.Join(dir, "present.log")
@@ -232,6 +237,22 @@ func TestMissingInputs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if err := syscall.Mkfifo(filepath.Join(dir, "fifo.log"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A glob of a directory and a pipe: the pipe, which a regular file could be meant
+	// for, is told of rather than the directory.
+	if err := os.MkdirAll(filepath.Join(dir, "special", "a.log"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, "special", "b.log"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sock, err := net.Listen("unix", filepath.Join(dir, "sock.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sock.Close()
 	cfg, err := config.Parse([]byte(fmt.Sprintf(`
 inputs:
   - {name: ok, path: %[1]s/present.log}
@@ -244,6 +265,11 @@ inputs:
   - {name: mixed, path: %[1]s/mixed/*.log}
   - {name: inside, path: %[1]s/inside/*.log}
   - {name: linked, path: %[1]s/containers/web-1_default_nginx-1.log}
+  - {name: fifo, path: %[1]s/fifo.log}
+  - {name: fifos, path: %[1]s/fifo.*}
+  - {name: device, path: /dev/null}
+  - {name: special, path: %[1]s/special/*.log}
+  - {name: socket, path: %[1]s/sock.log}
 rules: [{name: lines, match: x}]
 `, dir)), "rules.yaml")
 	if err != nil {
@@ -260,6 +286,11 @@ rules: [{name: lines, match: x}]
 		fmt.Sprintf(`input "pods": path %q matches only directories, which are not read (a glob names files: DIR/*.log); it is followed once a file matches, and logwindow_input_files{input="pods"} is 0 until then`, dir+"/pods/*"),
 		fmt.Sprintf(`input "dir": path %q matches only directories, which are not read (a glob names files: DIR/*.log); it is followed once a file matches, and logwindow_input_files{input="dir"} is 0 until then`, dir+"/pods"),
 		fmt.Sprintf(`input "links": path %q matches no file it reads: %[2]s/containers/web-1_default_nginx-1.log resolves to %[3]s, outside %[2]s/containers: a symbolic link out of the glob's root is not followed, and so is the other file it matches; glob the files the links lead to, and logwindow_input_files{input="links"} is 0 until then`, dir+"/containers/*.log", dir, real),
+		fmt.Sprintf(`input "fifo": path %[1]q matches no regular file (%[1]s is a named pipe), and only a regular file is read; it is followed once one is there, and logwindow_input_files{input="fifo"} is 0 until then`, dir+"/fifo.log"),
+		fmt.Sprintf(`input "fifos": path %q matches no regular file (%s is a named pipe), and only a regular file is read; it is followed once one is there, and logwindow_input_files{input="fifos"} is 0 until then`, dir+"/fifo.*", dir+"/fifo.log"),
+		`input "device": path "/dev/null" matches no regular file (/dev/null is a device), and only a regular file is read; it is followed once one is there, and logwindow_input_files{input="device"} is 0 until then`,
+		fmt.Sprintf(`input "special": path %q matches no regular file (%s is a named pipe), and only a regular file is read; it is followed once one is there, and logwindow_input_files{input="special"} is 0 until then`, dir+"/special/*.log", dir+"/special/b.log"),
+		fmt.Sprintf(`input "socket": path %[1]q matches no regular file (%[1]s is a socket), and only a regular file is read; it is followed once one is there, and logwindow_input_files{input="socket"} is 0 until then`, dir+"/sock.log"),
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("got:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

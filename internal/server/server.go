@@ -101,6 +101,9 @@ type Options struct {
 	Lifecycle bool
 	// Watch, when not nil, reloads the rules when their file changes.
 	Watch *configwatch.Watcher
+	// Hangups are the SIGHUPs the caller caught before it read the rule file, each a
+	// reload once Serve runs; nil: Serve catches them itself, from its start.
+	Hangups <-chan os.Signal
 	// LineTester serves the status page's line tester.
 	LineTester bool
 	// ReadTimeout bounds the reading of a request, WriteTimeout the time from its
@@ -135,9 +138,13 @@ func Serve(cfg *config.Config, popts pipeline.Options, webFlags *web.FlagConfig,
 	// with the default action. A SIGHUP is the reload it asks for once the exporter runs.
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer cancel()
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
+	hup := o.Hangups
+	if hup == nil {
+		caught := make(chan os.Signal, 1)
+		signal.Notify(caught, syscall.SIGHUP)
+		defer signal.Stop(caught)
+		hup = caught
+	}
 	if f := webFlags.WebConfigFile; f != nil && *f != "" {
 		settleWebConfig(*f, time.Now, func(d time.Duration) bool {
 			select {
