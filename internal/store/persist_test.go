@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -728,45 +729,74 @@ func restoreReplaced(t *testing.T, cfg *config.Config, snap *storage.Snapshot, f
 // an encoding of its own. A copy held the whole encoding twice while the snapshot was
 // written: past what --series.max-bytes leaves the process, an adversary's top values in
 // every slot held 64 MiB of series and some 100 MB of encodings at every snapshot. The
-// encoding written is the same either way.
+// encoding written is the same either way. EncodeAhead copies each record once, into
+// chunks that are not copied as they grow.
 func TestEncodeSharesRecordsAhead(t *testing.T) {
-	for _, changed := range []int{0, 10} {
-		t.Run(fmt.Sprintf("changed=%d", changed), func(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// labelSets label sets of a label value of length bytes, of which changed get a
+		// line between EncodeAhead and Encode.
+		labelSets, length, changed int
+	}{
+		{"none changed", 2000, 10, 0},
+		{"some changed", 2000, 10, 10},
+		// Records past a quarter of a chunk take buffers of their own.
+		{"records of their own", 4, 300 << 10, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			rules := persistRules()
 			set := storetest.Must(store.NewSetWith(storetest.Config(100_000, rules...), nil, store.SetOptions{}))
 			k := set.NewSink()
-			const labelSets = 2000
-			for i := range labelSets {
+			value := func(i int) string { return fmt.Sprint("m", i, strings.Repeat("x", tc.length)) }
+			for i := range tc.labelSets {
 				for sec := range int64(60) {
-					write(k, line{rule: 4, labels: []string{fmt.Sprint("m", i)}, now: start + sec, value: float64(sec*7+int64(i)) + 1})
+					write(k, line{rule: 4, labels: []string{value(i)}, now: start + sec, value: float64(sec*7+int64(i)) + 1})
 				}
 			}
-			ahead := storetest.Must(set.EncodeAhead())
-			for i := range changed {
-				write(k, line{rule: 4, labels: []string{fmt.Sprint("m", i)}, now: start + 59, value: 3})
-			}
 			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			ahead := storetest.Must(set.EncodeAhead())
+			runtime.ReadMemStats(&after)
+			// Records copied into a buffer grown by append took five times their size.
+			if allocated, limit := after.TotalAlloc-before.TotalAlloc, uint64(2*ahead.Bytes()); allocated > limit {
+				t.Errorf("EncodeAhead allocated %d bytes for an encoding of %d, past twice it", allocated, ahead.Bytes())
+			}
+			for i := range tc.changed {
+				write(k, line{rule: 4, labels: []string{value(i)}, now: start + 59, value: 3})
+			}
 			runtime.ReadMemStats(&before)
 			enc := storetest.Must(set.Encode(ahead))
 			runtime.ReadMemStats(&after)
 			allocated := after.TotalAlloc - before.TotalAlloc
 			if limit := uint64(ahead.Bytes() / 8); allocated > limit {
 				t.Errorf("the cut allocated %d bytes for %d changed series of %d, past %d (an eighth of the %d bytes encoded ahead)",
-					allocated, changed, labelSets, limit, ahead.Bytes())
+					allocated, tc.changed, tc.labelSets, limit, ahead.Bytes())
 			}
+			// Each side is written as the cut was encoded: a record that is not its series'
+			// own (one buffer holding two) is found as the cut is restored.
+			snap := written(t, enc)
 			whole := storetest.Must(set.Encode(nil))
-			if got, want := written(t, enc), written(t, whole); !bytes.Equal(got, want) {
+			if got, want := sortedRecords(snap), sortedRecords(written(t, whole)); !bytes.Equal(got, want) {
 				t.Errorf("the snapshot of the cut (%d bytes) is not the one encoded whole (%d bytes)", len(got), len(want))
+			}
+			restored := storetest.Must(store.NewSetWith(storetest.Config(100_000, rules...), nil, store.SetOptions{}))
+			held := 0
+			for i := range rules {
+				held += len(set.Rule(i).Snapshot(nil))
+			}
+			if res, err := restored.Restore(snap); err != nil || res.Series != held || len(res.Skipped) != 0 {
+				t.Fatalf("Restore: %+v, %v", res, err)
+			}
+			if got, want := quantilesOf(restored, 4, start+59), quantilesOf(set, 4, start+59); !reflect.DeepEqual(got, want) {
+				t.Errorf("the cut restored reads %v, want %v", got, want)
 			}
 		})
 	}
 }
 
-// written is enc written as a snapshot and read back: each section's name and its
-// records, sorted (a store keeps its series in a map, whose order no two encodings share).
-func written(t *testing.T, enc *store.Encoded) []byte {
+// written is enc written as a snapshot and read back.
+func written(t *testing.T, enc *store.Encoded) *storage.Snapshot {
 	t.Helper()
-	var out []byte
 	dir := t.TempDir()
 	if err := storage.Write(dir, func(w *storage.Writer) error { return enc.Write(w, cut) }); err != nil {
 		t.Fatal(err)
@@ -775,6 +805,13 @@ func written(t *testing.T, enc *store.Encoded) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return snap
+}
+
+// sortedRecords is each section's name and its records, sorted (a store keeps its series
+// in a map, whose order no two encodings share).
+func sortedRecords(snap *storage.Snapshot) []byte {
+	var out []byte
 	for _, sec := range snap.Sections {
 		recs := slices.Collect(sec.Records())
 		slices.SortFunc(recs, bytes.Compare)
