@@ -115,25 +115,32 @@ func TestMaxBytes(t *testing.T) {
 }
 
 // TestMaxBytesCountsLongLabels: the memory counted for a series' label values is the
-// heap they take (not 5 % less, nor 10 % more), however many and long they are (and wherever the allocator's size
-// classes put them), for live series and kept counters alike. The values of a label set
-// are copied into one string, which grew by appending them one after another to a
-// capacity up to a quarter past its length and was charged its length: a line's 10 labels
-// of 1 KB each took 20 % more heap than counted, which --series.max-bytes then bounded
-// less.
+// heap they take (not 5 % less, nor 10 % more), however many and long they are (and
+// wherever the allocator's size classes put them), valid UTF-8 or not, for live series and
+// kept counters alike. The values of a label set are copied into one string, which grew
+// by appending them one after another to a capacity up to a quarter past its length and
+// was charged its length: a line's 10 labels of 1 KB each took 20 % more heap than
+// counted, which --series.max-bytes then bounded less. Invalid bytes are replaced by
+// longer ones, past the length the key was made at.
 func TestMaxBytesCountsLongLabels(t *testing.T) {
 	for _, tc := range []struct {
 		labels, length int
+		invalid        bool
 	}{
-		{1, 1000},
-		{10, 1000},
-		{40, 1000},
-		{3, 11_000}, // keys past the largest size class, rounded to pages
+		{1, 1000, false},
+		{10, 1000, false},
+		{40, 1000, false},
+		{3, 11_000, false}, // keys past the largest size class, rounded to pages
+		{10, 1000, true},
 	} {
-		t.Run(fmt.Sprintf("%d×%d", tc.labels, tc.length), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%d×%d invalid=%v", tc.labels, tc.length, tc.invalid), func(t *testing.T) {
 			names := make([]string, tc.labels)
 			for i := range names {
 				names[i] = fmt.Sprint("l", i)
+			}
+			fill := "x"
+			if tc.invalid {
+				fill = "x\xff" // each \xff replaced by the 3 bytes of U+FFFD
 			}
 			cfg := storetest.Config(100_000, storetest.CountRule("r", storetest.OneMin, names...))
 			base := heap()
@@ -146,7 +153,7 @@ func TestMaxBytesCountsLongLabels(t *testing.T) {
 			values := make([]string, tc.labels)
 			for j := range 500 {
 				for i := range values {
-					values[i] = fmt.Sprintf("%d-%d-", j, i) + strings.Repeat("x", tc.length)
+					values[i] = fmt.Sprintf("%d-%d-", j, i) + strings.Repeat(fill, tc.length/len(fill))
 				}
 				k.Event(storetest.Event(0, 0, 0, values...))
 			}
