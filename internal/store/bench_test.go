@@ -241,3 +241,47 @@ func BenchmarkShortRead(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkNewSeries is the cost of a line of a label set not held yet: the series made,
+// its label values copied and charged. Every line is of a new label set; the Set is
+// made anew, off the clock, every newSeriesSets of them.
+func BenchmarkNewSeries(b *testing.B) {
+	const newSeriesSets = 4096
+	for _, tc := range []struct {
+		labels, length int
+	}{
+		{2, 12},
+		{10, 1000},
+	} {
+		b.Run(fmt.Sprintf("%d×%d", tc.labels, tc.length), func(b *testing.B) {
+			names := make([]string, tc.labels)
+			for i := range names {
+				names[i] = fmt.Sprint("l", i)
+			}
+			events := make([]*event.Event, newSeriesSets)
+			values := make([]string, tc.labels)
+			for j := range events {
+				for i := range values {
+					values[i] = fmt.Sprintf("%0*d", tc.length, j*tc.labels+i)
+				}
+				events[j] = storetest.Event(0, 0, 0, values...)
+			}
+			cfg := storetest.Config(newSeriesSets, storetest.CountRule("r", storetest.DefaultWindows, names...))
+			var k *Sink
+			fresh := func() {
+				k = storetest.Must(NewSetWith(cfg, nil, SetOptions{})).NewSink()
+				k.SetNow(start, start)
+			}
+			fresh()
+			b.ReportAllocs()
+			for i := range b.N {
+				if i%newSeriesSets == 0 && i > 0 {
+					b.StopTimer()
+					fresh()
+					b.StartTimer()
+				}
+				k.Event(events[i%newSeriesSets])
+			}
+		})
+	}
+}

@@ -209,9 +209,10 @@ func (st *store) Room() int64 {
 	return bound - st.mem.used.Load()
 }
 
-// seriesCost is what a new series of key takes, its wheels included.
+// seriesCost is what a new series of key takes, its wheels included: its key and its
+// values' headers as the allocator rounds them (cloneLabels).
 func (st *store) seriesCost(keyLen, labels int) int64 {
-	return seriesOverhead + int64(keyLen) + 16*int64(labels) + st.wheelBytes
+	return seriesOverhead + int64(windows.HeapBytes(keyLen)+windows.HeapBytes(16*labels)) + st.wheelBytes
 }
 
 // heldBytes is what s is charged now: its cost, less the wheels of its first part, plus

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -46,21 +47,47 @@ type Encoded struct {
 	rules []encodedRule
 }
 
-// encodedRule is one rule's header and its series' records, back to back in buf.
+// encodedRule is one rule's header and its series' records. A record is copied into a
+// chunk of buf, or a buffer of its own when large, and stays where it was put: the
+// records of the series unchanged since an encoding ahead are taken from it as they are,
+// so that a snapshot holds the encoding of a series once, and no buffer is copied
+// as it grows.
 type encodedRule struct {
 	st   *store
 	head []byte
+	// buf is the chunk records are copied into, recs the records.
 	buf  []byte
-	ends []int
-	// ahead holds, in an encoding of EncodeAhead, where each series' record is and what
-	// its parts were when it was encoded.
+	recs [][]byte
+	// ahead holds, in an encoding of EncodeAhead, each series' record and what its
+	// parts were when it was encoded.
 	ahead map[*Series]aheadSeries
+}
+
+// recordChunk is the largest chunk records are copied into (each chunk twice the last,
+// from 4 KiB, so that a few records take little); a record of more than a quarter of it
+// takes a buffer of its own, so that at most a quarter of a chunk is left unused.
+const recordChunk = 1 << 20
+
+// add copies rec into r's records, and returns the copy.
+func (r *encodedRule) add(rec []byte) []byte {
+	if len(rec) > recordChunk/4 {
+		rec = slices.Clone(rec)
+	} else {
+		if len(rec) > cap(r.buf)-len(r.buf) {
+			r.buf = make([]byte, 0, max(min(2*cap(r.buf), recordChunk), 4<<10, len(rec)))
+		}
+		from := len(r.buf)
+		r.buf = append(r.buf, rec...)
+		rec = r.buf[from:len(r.buf):len(r.buf)]
+	}
+	r.recs = append(r.recs, rec)
+	return rec
 }
 
 // aheadSeries is a series' record in an encoding of EncodeAhead, and its parts then.
 type aheadSeries struct {
-	from, to int
-	parts    []partState
+	rec   []byte
+	parts []partState
 }
 
 // partState is what a part was: a line added to it, or its wheels released, changes it.
@@ -86,7 +113,10 @@ func (a aheadSeries) unchanged(s *Series) bool {
 func (e *Encoded) Bytes() int {
 	n := len(e.set)
 	for _, r := range e.rules {
-		n += len(r.head) + len(r.buf)
+		n += len(r.head)
+		for _, rec := range r.recs {
+			n += len(rec)
+		}
 	}
 	return n
 }
@@ -154,12 +184,10 @@ func (e *Encoded) Write(w *storage.Writer, processing int64) error {
 		if err := w.Record(r.head); err != nil {
 			return err
 		}
-		from := 0
-		for _, end := range r.ends {
-			if err := w.Record(r.buf[from:end]); err != nil {
+		for _, rec := range r.recs {
+			if err := w.Record(rec); err != nil {
 				return err
 			}
-			from = end
 		}
 	}
 	return nil
@@ -199,15 +227,18 @@ func (st *store) encode(prev *encodedRule, note bool) (encodedRule, error) {
 		return r, err
 	}
 	defer lock.RUnlock()
-	r.ends = make([]int, 0, len(st.series))
+	r.recs = make([][]byte, 0, len(st.series))
+	var scratch []byte
 	var err error
 	for _, s := range st.series {
 		if a, ok := prev.aheadOf(s); ok {
-			r.buf = append(r.buf, prev.buf[a.from:a.to]...)
-		} else if r.buf, err = s.appendBinary(r.buf); err != nil {
+			r.recs = append(r.recs, a.rec)
+			continue
+		}
+		if scratch, err = s.appendBinary(scratch[:0]); err != nil {
 			return r, err
 		}
-		r.ends = append(r.ends, len(r.buf))
+		r.add(scratch)
 	}
 	return r, nil
 }
@@ -229,7 +260,8 @@ const aheadBatch = 128
 // encodeNoted encodes the series all (a copy of the map) into r, noting each one's parts.
 func (st *store) encodeNoted(r *encodedRule, all []*Series) error {
 	r.ahead = make(map[*Series]aheadSeries, len(all))
-	r.ends = make([]int, 0, len(all))
+	r.recs = make([][]byte, 0, len(all))
+	var scratch []byte
 	var err error
 	for len(all) > 0 && err == nil {
 		batch := all[:min(aheadBatch, len(all))]
@@ -239,16 +271,15 @@ func (st *store) encodeNoted(r *encodedRule, all []*Series) error {
 			if s.removed {
 				continue
 			}
-			a := aheadSeries{from: len(r.buf)}
+			var a aheadSeries
 			for p := range s.parts {
 				a.parts = append(a.parts, partState{p, p.win.Load(), p.lines.Load()})
 			}
-			if r.buf, err = s.appendBinary(r.buf); err != nil {
+			if scratch, err = s.appendBinary(scratch[:0]); err != nil {
 				break
 			}
-			a.to = len(r.buf)
+			a.rec = r.add(scratch)
 			r.ahead[s] = a
-			r.ends = append(r.ends, a.to)
 		}
 		st.unlockAll()
 	}

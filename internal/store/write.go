@@ -209,6 +209,13 @@ func validLabels(labels [][]byte) bool {
 // values as substrings of it.
 func cloneLabels(labels [][]byte) (string, []string) {
 	var b strings.Builder
+	// The key is made at its length, which seriesCost charges: appended to as it grew, it
+	// would take up to a quarter more.
+	n := len(event.KeySep) * max(len(labels)-1, 0)
+	for _, l := range labels {
+		n += len(l)
+	}
+	b.Grow(n)
 	ends := make([]int, len(labels))
 	for i, l := range labels {
 		if i > 0 {
@@ -222,6 +229,9 @@ func cloneLabels(labels [][]byte) (string, []string) {
 		ends[i] = b.Len()
 	}
 	key := b.String()
+	if b.Len() != n {
+		key = strings.Clone(key) // invalid bytes replaced: not the length grown to
+	}
 	values := make([]string, len(labels))
 	begin := 0
 	for i, end := range ends {
