@@ -386,6 +386,33 @@ func TestSharedBuild(t *testing.T) {
 	}
 }
 
+// TestSharedBuildsEnvHonoured runs this binary's TestBuildExporter with SharedBuildsEnv
+// naming a directory that holds a build already, a script standing for the exporter:
+// the test must run that one, not build its own (and leave it where it is).
+func TestSharedBuildsEnvHonoured(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared := t.TempDir()
+	ran := filepath.Join(shared, "ran")
+	if err := os.Mkdir(filepath.Join(shared, buildName(false)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script := fmt.Sprintf("#!/bin/sh\necho logwindow_exporter >>%q\necho logwindow_exporter\n", ran)
+	if err := os.WriteFile(filepath.Join(shared, buildName(false), "logwindow_exporter"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "-test.run=^TestBuildExporter$", "-test.count=1")
+	cmd.Env = append(os.Environ(), SharedBuildsEnv+"="+shared, "TMPDIR="+t.TempDir())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("TestBuildExporter with %s=%s: %v\n%s", SharedBuildsEnv, shared, err, out)
+	}
+	if out, err := os.ReadFile(ran); err != nil || strings.Count(string(out), "\n") != 2 {
+		t.Errorf("TestBuildExporter ran the shared build %d times, want 2 (%v)", strings.Count(string(out), "\n"), err)
+	}
+}
+
 func TestParsePrometheusVersion(t *testing.T) {
 	for _, c := range []struct {
 		name, out    string
