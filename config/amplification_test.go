@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/logwindow/logwindow_exporter/internal/testutil/growth"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/race"
 )
 
 // repeat joins n copies of s with sep.
@@ -51,6 +52,7 @@ func TestAliasBombs(t *testing.T) {
 // load); the regexes of a file, patterns expanded, are bounded together, and the regex
 // that passes the bound is named.
 func TestRegexTotal(t *testing.T) {
+	race.Skip(t)
 	var b strings.Builder
 	b.WriteString("patterns:\n  A0: 'ab'\n")
 	for i := 1; i <= 16; i++ {
@@ -76,6 +78,7 @@ func TestRegexTotal(t *testing.T) {
 // decoding the lists alone took minutes): see growth.Linear. A search that allocates
 // nothing is not counted: the checks keep what they have seen in maps for that.
 func TestLongListsLinear(t *testing.T) {
+	race.Skip(t)
 	// list joins n texts of format (of 1 to n) with sep; repeated lists n-1 of them and
 	// then the first again.
 	list := func(format, sep string, n int) string {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/logwindow/logwindow_exporter/config/quantity"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/race"
 )
 
 func mustParseFile(t *testing.T, path string) *Config {
@@ -894,6 +895,7 @@ rules:
 // {...} spanning lines, whose first line alone fails too; in a file of megabytes it is
 // not looked for, but on the first line, which yaml.v3 does not name.
 func TestSyntaxErrorLine(t *testing.T) {
+	race.Skip(t)
 	var long strings.Builder
 	long.WriteString("rules:\n")
 	for i := range 2600 {
@@ -1009,6 +1011,7 @@ func TestNotUTF8(t *testing.T) {
 // a name it quotes, then how long the whole is: a value of megabytes made each message
 // naming it as large, and a reload's reply, the log and --config.check print them all.
 func TestLongValuesShown(t *testing.T) {
+	race.Skip(t)
 	long := strings.Repeat("é", 1<<20) // cut on a letter, not within one
 	shown := `"` + strings.Repeat("é", maxShownBytes/2) + `"… (2097152 bytes)`
 	for _, c := range []struct{ name, text, want string }{

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/logwindow/logwindow_exporter/internal/testutil/race"
 )
 
 // gives decides whether some captures render a template as a value: its literal text in
@@ -75,6 +77,7 @@ func TestInitialValuesLinesMayGive(t *testing.T) {
 // sets, loaded in seconds where they took a fraction of one. Once a rule spent the bound,
 // the sets of the rules after it are not rewritten, and not warned of.
 func TestInitialRewriteBoundedPerFile(t *testing.T) {
+	race.Skip(t)
 	var rws, sets strings.Builder
 	for i := range 1000 {
 		fmt.Fprintf(&rws, "      - {label: p, regex: 'q%d', replacement: z}\n", i)

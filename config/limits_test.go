@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/logwindow/logwindow_exporter/internal/testutil/race"
 )
 
 // joined joins n items made by item with sep.
@@ -19,6 +21,7 @@ func joined(n int, sep string, item func(i int) string) string {
 // scrape after) loads at its limit, and one past it is refused with an error naming the
 // file, the key's line and the rule, without decoding what is past it.
 func TestLimits(t *testing.T) {
+	race.Skip(t)
 	const head = "inputs:\n  - path: /var/log/x.log\n"
 	const rule = "rules:\n  - name: r\n    match: '(?P<v>\\d+) (?P<p>\\S+)'\n"
 	cases := []struct {

@@ -16,6 +16,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/logwindow/logwindow_exporter/config/quantity"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/race"
 )
 
 // lintCase is a rule name with its label names and, when top is set, the label it ranks
@@ -381,6 +382,7 @@ func TestLintSeeds(t *testing.T) {
 // prefixes and abbreviations, and type words, joined in snake_case and camelCase: config
 // must refuse exactly those promtool would flag.
 func TestLintAgreesWithPromtool(t *testing.T) {
+	race.Skip(t)
 	rng := rand.New(rand.NewPCG(23, 5))
 	n := 1500
 	if testing.Short() {

@@ -138,7 +138,7 @@ func TestNginxPrometheus(t *testing.T) {
 		t.Run("prometheus "+p.name, func(t *testing.T) {
 			converging := time.Now()
 			checks := append(s.exactChecks(), up)
-			waitExact(ctx, t, p.api, checks)
+			at := waitExact(ctx, t, p.api, checks)
 			converged := time.Now()
 			t.Logf("Prometheus %s returned the exact counts %v after it was asked", p.name, since(converging))
 			for _, c := range checks {
@@ -148,7 +148,7 @@ func TestNginxPrometheus(t *testing.T) {
 			t.Run("dashboard", func(t *testing.T) {
 				answers[p.name] = map[string][]string{}
 				for _, q := range qs {
-					got, err := query(ctx, p.api, q.Expr)
+					got, err := query(ctx, p.api, q.Expr, at)
 					if err != nil {
 						t.Errorf("%s: %s: %v", q.Source, q.Expr, err)
 						continue
@@ -178,7 +178,7 @@ func TestNginxPrometheus(t *testing.T) {
 					if strings.Contains(q.Source, `"NginxHighServerErrorRatio"`) {
 						want[target(exporterAddr)] = s.serverErrors() / float64(s.requests)
 					}
-					got, err := query(ctx, p.api, q.Expr)
+					got, err := query(ctx, p.api, q.Expr, at)
 					if err != nil {
 						t.Errorf("%s: %v", q.Source, err)
 						continue
@@ -379,9 +379,10 @@ func target(addr string) string {
 	return series("instance", addr, "job", job)
 }
 
-// query runs an instant query, which must return a vector without warnings.
-func query(ctx context.Context, prom promv1.API, q string) (map[string]float64, error) {
-	v, warnings, _, err := prom.Query(ctx, q, time.Now())
+// query runs an instant query at the instant at, which must return a vector without
+// warnings.
+func query(ctx context.Context, prom promv1.API, q string, at time.Time) (map[string]float64, error) {
+	v, warnings, _, err := prom.Query(ctx, q, at)
 	if err != nil {
 		return nil, err
 	}
@@ -399,30 +400,60 @@ func query(ctx context.Context, prom promv1.API, q string) (map[string]float64, 
 	return got, nil
 }
 
-// waitExact polls until every check returns exactly what it wants, failing the test with
-// the differences after convergeTimeout. A query error fails it at once: it will not pass
-// by waiting.
-func waitExact(ctx context.Context, t *testing.T, prom promv1.API, checks []exact) {
+// waitExact polls until every check returns exactly what it wants at one settled instant
+// (settled), and returns that instant, at which the test's later queries read the state
+// the checks passed on: a query at a later instant may read a scrape that failed since
+// (its staleness markers hide the target's series), and one at the instant of a query's
+// sending may miss a scrape still in flight that began before it. It fails the test
+// with the differences after convergeTimeout. A query error fails it at once: it will
+// not pass by waiting.
+func waitExact(ctx context.Context, t *testing.T, prom promv1.API, checks []exact) time.Time {
 	t.Helper()
 	for deadline := time.Now().Add(convergeTimeout); ; {
-		var diffs []string
-		for _, c := range checks {
-			got, err := query(ctx, prom, c.query)
-			if err != nil {
-				t.Fatalf("%s: %v", c.query, err)
-			}
-			if !maps.Equal(got, c.want) {
-				diffs = append(diffs, fmt.Sprintf("%s => %s, want %s", c.query, formatSeries(got), formatSeries(c.want)))
+		at, err := settled(ctx, prom)
+		if err != nil {
+			t.Fatal(err)
+		}
+		diffs := []string{"no target scraped yet"}
+		if !at.IsZero() {
+			diffs = nil
+			for _, c := range checks {
+				got, err := query(ctx, prom, c.query, at)
+				if err != nil {
+					t.Fatalf("%s: %v", c.query, err)
+				}
+				if !maps.Equal(got, c.want) {
+					diffs = append(diffs, fmt.Sprintf("%s => %s, want %s", c.query, formatSeries(got), formatSeries(c.want)))
+				}
 			}
 		}
 		if len(diffs) == 0 {
-			return
+			return at
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("after %v, Prometheus still returns:\n%s", convergeTimeout, strings.Join(diffs, "\n"))
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
+}
+
+// settled returns the latest instant up to which prom holds every sample of the job's
+// targets that it will ever hold, or the zero time before it scraped any. A scrape writes
+// its samples, up among them, or when it fails the staleness markers of the target's
+// series, at the instant it began, and a target's scrapes run one after another: so every
+// scrape of a target that began by the instant of its latest up sample is written, and of
+// every target by the earliest of those.
+func settled(ctx context.Context, prom promv1.API) (time.Time, error) {
+	q := fmt.Sprintf("timestamp(up{job=%q})", job)
+	scraped, err := query(ctx, prom, q, time.Now())
+	if err != nil || len(scraped) == 0 {
+		return time.Time{}, err
+	}
+	earliest := math.Inf(1)
+	for _, ts := range scraped {
+		earliest = min(earliest, ts)
+	}
+	return time.UnixMilli(int64(math.Round(earliest * 1000))), nil
 }
 
 // checkRules waits until Prometheus has evaluated every alerting rule after converged,

@@ -3,9 +3,11 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -63,6 +65,7 @@ func TestFleetDistinct(t *testing.T) {
 `, m, m)
 	}
 	var addrs []string
+	var pods []*testexec.Exporter
 	lines := map[string]float64{}
 	for i, pod := range distinctPods {
 		log := filepath.Join(dir, fmt.Sprintf("pod%d.log", i))
@@ -79,15 +82,19 @@ func TestFleetDistinct(t *testing.T) {
 		e := testexec.StartExporter(t, bin, "--config.file="+config)
 		e.WaitLines(t, float64(len(text)))
 		addrs = append(addrs, e.Addr())
+		pods = append(pods, e)
 	}
 	for _, p := range startPrometheuses(t, dir, false, addrs...) {
-		t.Run("prometheus "+p.name, func(t *testing.T) { checkFleetDistinct(t, p.api, lines) })
+		t.Run("prometheus "+p.name, func(t *testing.T) { checkFleetDistinct(t, p.api, lines, pods[len(pods)-1]) })
 	}
 }
 
 // checkFleetDistinct waits until prom has every pod's lines and registers, then wants the
-// fleet query within three standard errors of each set's exact union, for each m.
-func checkFleetDistinct(t *testing.T, prom promv1.API, lines map[string]float64) {
+// fleet query, at the instant they were all there, within three standard errors of each
+// set's exact union, for each m. Meanwhile the stalled pod stops answering until a scrape
+// of it fails, as on a loaded machine, which hides its series from a query at any later
+// instant: the last pod's registers missing read the large set 18% low.
+func checkFleetDistinct(t *testing.T, prom promv1.API, lines map[string]float64, stalled *testexec.Exporter) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
@@ -104,14 +111,15 @@ func checkFleetDistinct(t *testing.T, prom promv1.API, lines map[string]float64)
 			exact{fmt.Sprintf("count by (set) (%s)", sel(fmt.Sprintf("app_clients_m%d_window_distinct_register", m))), map[string]float64{
 				series("set", "large"): float64(3 * m), series("set", "medium"): float64(3 * m), series("set", "small"): float64(2 * m)}})
 	}
-	waitExact(ctx, t, prom, checks)
+	at := waitExact(ctx, t, prom, checks)
+	defer stall(ctx, t, prom, stalled)()
 	for _, m := range distinctMs {
 		expr := dashboard.FleetDistinct(sel(fmt.Sprintf("app_clients_m%d_window_distinct_register", m)), m, []string{"set"})
-		got, err := query(ctx, prom, expr)
+		got, err := query(ctx, prom, expr, at)
 		if err != nil {
 			t.Fatalf("%s: %v", expr, err)
 		}
-		pods, err := query(ctx, prom, fmt.Sprintf("sum by (set) (%s)", sel(fmt.Sprintf("app_clients_m%d_window_distinct", m))))
+		pods, err := query(ctx, prom, fmt.Sprintf("sum by (set) (%s)", sel(fmt.Sprintf("app_clients_m%d_window_distinct", m))), at)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -128,6 +136,35 @@ func checkFleetDistinct(t *testing.T, prom promv1.API, lines map[string]float64)
 		}
 		if len(got) != len(distinctUnions) {
 			t.Errorf("m=%d: %s => %s, want one series per set", m, expr, formatSeries(got))
+		}
+	}
+}
+
+// stall stops the exporter e (SIGSTOP) until prom has recorded a failed scrape of it, and
+// returns the function that lets it go on.
+func stall(ctx context.Context, t *testing.T, prom promv1.API, e *testexec.Exporter) func() {
+	t.Helper()
+	resume := func() {
+		if err := e.Cmd.Process.Signal(syscall.SIGCONT); err != nil {
+			t.Error(err)
+		}
+	}
+	if err := e.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	failed := map[string]float64{series("__name__", "up", "instance", e.Addr(), "job", job): 0}
+	for deadline := time.Now().Add(convergeTimeout); ; time.Sleep(100 * time.Millisecond) {
+		got, err := query(ctx, prom, fmt.Sprintf("up{job=%q, instance=%q}", job, e.Addr()), time.Now())
+		if err != nil {
+			resume()
+			t.Fatal(err)
+		}
+		if maps.Equal(got, failed) {
+			return resume
+		}
+		if time.Now().After(deadline) {
+			resume()
+			t.Fatalf("after %v, a stopped exporter's up is still %s", convergeTimeout, formatSeries(got))
 		}
 	}
 }

@@ -58,16 +58,16 @@ func checkFleetP99(ctx context.Context, t *testing.T, prom promv1.API, requests 
 	sel := fmt.Sprintf(`{job=%q, window="5m"}`, job)
 	fleet := fmt.Sprintf("histogram_quantile(0.99, sum by (le) (%s_bucket%s))", family, sel)
 	onePod := fmt.Sprintf(`histogram_quantile(0.99, sum by (le) (%s_bucket{job=%q, window="5m", instance=%q}))`, family, job, addrs[0])
-	waitExact(ctx, t, prom, []exact{
+	at := waitExact(ctx, t, prom, []exact{
 		{fmt.Sprintf("sum(%s_gcount%s)", family, sel), map[string]float64{"{}": float64(2 * requests)}},
 		{fmt.Sprintf("count by (instance) (sum by (instance, status_class) (nginx_http_request_duration_seconds_window_p99%s))", sel),
 			map[string]float64{series("instance", addrs[0]): 3, series("instance", addrs[1]): 3}}, // 2xx, 4xx, 5xx
 	})
-	got, err := query(ctx, prom, fleet)
+	got, err := query(ctx, prom, fleet, at)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := query(ctx, prom, onePod)
+	want, err := query(ctx, prom, onePod, at)
 	if err != nil {
 		t.Fatal(err)
 	}

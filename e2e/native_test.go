@@ -114,14 +114,14 @@ func checkFleetQuantiles(ctx context.Context, t *testing.T, prom promv1.API, fam
 	t.Helper()
 	all := allLatencies()
 	sum := fmt.Sprintf(`sum(%s{job=%q, window="5m"})`, family, job)
-	waitExact(ctx, t, prom, []exact{{"histogram_count(" + sum + ")", map[string]float64{"{}": float64(len(all))}}})
+	at := waitExact(ctx, t, prom, []exact{{"histogram_count(" + sum + ")", map[string]float64{"{}": float64(len(all))}}})
 	var qs []quantileQuery
 	for _, q := range fleetQuantiles {
 		qs = append(qs, quantileQuery{q, fmt.Sprintf("histogram_quantile(%g, %s)", q, sum)})
 	}
 	for _, qq := range append(qs, more...) {
 		q, expr := qq.q, qq.expr
-		got, err := query(ctx, prom, expr)
+		got, err := query(ctx, prom, expr, at)
 		if err != nil {
 			t.Fatalf("%s: %v", expr, err)
 		}

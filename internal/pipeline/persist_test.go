@@ -866,9 +866,14 @@ rules:
 				waitLogged(t, &out, "closed rotated file after its grace period", len(tc.files))
 			}
 			requests := float64(len(tc.files))
-			if got := waitTotal(t, p, "before the snapshot", `requests_total{status="200"}`, requests)[`all_total{}`]; got != requests {
-				t.Fatalf("%v lines counted before the snapshot, want the %v requests: the others held", got, requests)
+			// counted waits until both rules count what they are to: a line's events are
+			// written rule by rule, and a gathering taken between two rules' writes sees one
+			// rule's count of it and not the other's.
+			counted := func(what string, all, reqs float64) {
+				t.Helper()
+				waitTotals(t, p, what, map[string]float64{`all_total{}`: all, `requests_total{status="200"}`: reqs})
 			}
+			counted("before the snapshot (the lines of no format held)", requests, requests)
 			kept := periodicSnapshot(t, p, dir)
 			// The held lines are counted after the snapshot: the restart must not count them
 			// again, nor miss them.
@@ -879,17 +884,38 @@ rules:
 			write(tc.wrap(request)) // while it is down
 			messages++
 			p = startStoredOn(t, rules, dir, &out, Options{SnapshotInterval: time.Hour})
-			got := waitTotal(t, p, "after the restart", `all_total{}`, float64(messages*len(tc.files)))
-			if want := 3 * requests; got[`requests_total{status="200"}`] != want {
-				t.Errorf("%v requests counted after the restart, want %v", got[`requests_total{status="200"}`], want)
-			}
+			all := float64(messages * len(tc.files))
+			counted("after the restart", all, 3*requests)
 			// Nothing comes later: every file is read to its end, and the readers stopped.
 			waitCaughtUp(t, p)
 			p.Stop()
-			if got := gatherPipeline(t, p)[`all_total{}`]; got != float64(messages*len(tc.files)) {
-				t.Errorf("%v lines counted once the files were read, want %v", got, messages*len(tc.files))
+			got := gatherPipeline(t, p)
+			if got[`all_total{}`] != all || got[`requests_total{status="200"}`] != 3*requests {
+				t.Errorf("once the files were read, %v lines and %v requests counted, want %v and %v", got[`all_total{}`], got[`requests_total{status="200"}`], all, 3*requests)
 			}
 		})
+	}
+}
+
+// waitTotals gathers p until every sample of want reads at least its value, and fails the
+// test, saying what was awaited, when one then passes it (a line counted twice) or they do
+// not reach them before await.Deadline.
+func waitTotals(t *testing.T, p *Pipeline, what string, want map[string]float64) {
+	t.Helper()
+	var samples map[string]float64
+	await.Until(t, func() bool {
+		samples = gatherPipeline(t, p)
+		for name, v := range want {
+			if samples[name] < v {
+				return false
+			}
+		}
+		return true
+	})
+	for name, v := range want {
+		if samples[name] != v {
+			t.Fatalf("%s: %s %v, want %v (of %v)", what, name, samples[name], v, want)
+		}
 	}
 }
 

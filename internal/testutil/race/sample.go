@@ -1,7 +1,8 @@
 // Package race tells tests whether they run under the race detector, which slows a
 // goroutine's work tenfold or more and makes sync.Pool drop items on purpose: the long
-// model runs shrink under it, and allocation counts do not describe a normal build.
-// .ci/run runs the packages whose runs shrink again without it, whole.
+// model runs shrink under it, tests of one goroutine's long work skip (Skip), and
+// allocation counts do not describe a normal build. .ci/run runs the packages whose runs
+// shrink or skip again without it, whole.
 package race
 
 // every is how many of a model's subtests share one run under the race detector (Runs).

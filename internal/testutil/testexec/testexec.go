@@ -155,8 +155,9 @@ func Main(m *testing.M) int {
 
 // BuildExporter returns the exporter (see Build) by a name in a temporary directory of tb,
 // and fails tb when it does not build. It is built once per test binary and race
-// setting: linking it takes seconds of CPU (more under the race detector), which each of
-// e2e's dozens of tests paid. The name is a hard link, not a copy: a copy written in the
+// setting, or once per run of the tests when SharedBuildsEnv names a directory: linking
+// it takes seconds of CPU (more under the race detector), which each of e2e's dozens of
+// tests paid. The name is a hard link, not a copy: a copy written in the
 // test binary could be held open by a process it forks meanwhile, and fail to start with
 // ETXTBSY. Tests only run the file, never write it. The package's TestMain must call Main.
 func BuildExporter(tb testing.TB, race bool) string {
@@ -172,8 +173,17 @@ func BuildExporter(tb testing.TB, race bool) string {
 	return bin
 }
 
+// SharedBuildsEnv names the environment variable of a directory where the test binaries
+// of one run of the tests share their builds of the exporter (.ci/run sets it): each
+// package that runs it (e2e, bench, the root, this one) otherwise builds it in its own
+// test binary, compiling the same packages and linking the same binary once each, at the
+// same time when go test runs them side by side. The directory must be new for the run,
+// whose sources do not change meanwhile, and on the temporary directory's file system;
+// its maker removes it.
+const SharedBuildsEnv = "LOGWINDOW_EXPORTER_BUILDS"
+
 // built returns the exporter built for race in this test binary, building it first if
-// need be.
+// need be, or taking it from the shared directory of builds when SharedBuildsEnv names one.
 func built(race bool) (string, error) {
 	builds.mu.Lock()
 	defer builds.mu.Unlock()
@@ -183,25 +193,71 @@ func built(race bool) (string, error) {
 	if b, ok := builds.of[race]; ok {
 		return b.bin, b.err
 	}
+	if builds.of == nil {
+		builds.of = map[bool]build{}
+	}
+	if shared := os.Getenv(SharedBuildsEnv); shared != "" {
+		bin, err := sharedBuild(shared, race)
+		builds.of[race] = build{bin, err}
+		return bin, err
+	}
 	if builds.dir == "" {
 		dir, err := buildsDir()
 		if err != nil {
 			return "", err
 		}
 		builds.dir = dir
-		builds.of = map[bool]build{}
 	}
-	sub := "plain"
-	if race {
-		sub = "race"
-	}
-	dir := filepath.Join(builds.dir, sub)
+	dir := filepath.Join(builds.dir, buildName(race))
 	bin, err := "", os.Mkdir(dir, 0o755)
 	if err == nil {
 		bin, err = Build(dir, race)
 	}
 	builds.of[race] = build{bin, err}
 	return bin, err
+}
+
+// buildName names the directory of the build for race.
+func buildName(race bool) string {
+	if race {
+		return "race"
+	}
+	return "plain"
+}
+
+// sharedBuild returns the exporter built for race in the shared directory of builds,
+// building it there first if no test binary did: under a lock on the directory's file of
+// that build, so that the test binaries that want it at the same time wait for one build.
+// The binary takes its name once it is whole; a build that failed is tried again by the
+// next test binary.
+func sharedBuild(shared string, race bool) (string, error) {
+	name := buildName(race)
+	lock, err := os.OpenFile(filepath.Join(shared, name+".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return "", err
+	}
+	defer lock.Close() // which lets go of the lock
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return "", err
+	}
+	dir := filepath.Join(shared, name)
+	bin := filepath.Join(dir, "logwindow_exporter")
+	if _, err := os.Stat(bin); err == nil {
+		return bin, nil
+	}
+	tmp, err := os.MkdirTemp(shared, name+".tmp-*")
+	if err != nil {
+		return "", err
+	}
+	if _, err := Build(tmp, race); err != nil {
+		os.RemoveAll(tmp)
+		return "", err
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		os.RemoveAll(tmp)
+		return "", err
+	}
+	return bin, nil
 }
 
 // FreeAddr returns a loopback address, "127.0.0.1:port", that nothing listened on a

@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -344,6 +345,71 @@ func TestBuildExporter(t *testing.T) {
 	}
 	if _, err := os.Stat(bins[0]); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("%s outlived its test (%v)", bins[0], err)
+	}
+}
+
+// TestSharedBuild: test binaries that want the exporter from a shared directory of builds
+// at the same time (two goroutines here, each with a lock of its own) get one build, and
+// one that comes later gets it without building again.
+func TestSharedBuild(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds the exporter")
+	}
+	shared := t.TempDir()
+	bins, errs := make([]string, 2), make([]error, 2)
+	var wg sync.WaitGroup
+	for i := range bins {
+		wg.Go(func() { bins[i], errs[i] = sharedBuild(shared, false) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	later, err := sharedBuild(shared, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := os.Stat(bins[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bin := range []string{bins[1], later} {
+		if fi, err := os.Stat(bin); err != nil || !os.SameFile(first, fi) {
+			t.Errorf("%s (%v) is not the first build, %s", bin, err, bins[0])
+		}
+	}
+	if out, err := exec.Command(later, "--version").CombinedOutput(); err != nil || !strings.Contains(string(out), "logwindow_exporter") {
+		t.Errorf("%s --version: %v\n%s", later, err, out)
+	}
+	if left, _ := filepath.Glob(filepath.Join(shared, "*.tmp-*")); len(left) > 0 {
+		t.Errorf("builds left in progress: %v", left)
+	}
+}
+
+// TestSharedBuildsEnvHonoured runs this binary's TestBuildExporter with SharedBuildsEnv
+// naming a directory that holds a build already, a script standing for the exporter:
+// the test must run that one, not build its own (and leave it where it is).
+func TestSharedBuildsEnvHonoured(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared := t.TempDir()
+	ran := filepath.Join(shared, "ran")
+	if err := os.Mkdir(filepath.Join(shared, buildName(false)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script := fmt.Sprintf("#!/bin/sh\necho logwindow_exporter >>%q\necho logwindow_exporter\n", ran)
+	if err := os.WriteFile(filepath.Join(shared, buildName(false), "logwindow_exporter"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "-test.run=^TestBuildExporter$", "-test.count=1")
+	cmd.Env = append(os.Environ(), SharedBuildsEnv+"="+shared, "TMPDIR="+t.TempDir())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("TestBuildExporter with %s=%s: %v\n%s", SharedBuildsEnv, shared, err, out)
+	}
+	if out, err := os.ReadFile(ran); err != nil || strings.Count(string(out), "\n") != 2 {
+		t.Errorf("TestBuildExporter ran the shared build %d times, want 2 (%v)", strings.Count(string(out), "\n"), err)
 	}
 }
 
