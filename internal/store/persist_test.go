@@ -721,3 +721,128 @@ func restoreReplaced(t *testing.T, cfg *config.Config, snap *storage.Snapshot, f
 	})
 	return set, res, replaced
 }
+
+// TestRestoreWithinMaxBytes: a snapshot restored under a lower --series.max-bytes than it
+// was written with (the bound, or the container's memory, lowered while the exporter was
+// down) restores the rules that fit and skips the others, which start empty: the restore
+// installed every series whatever the bound, and a container given less memory was killed
+// at each start by the same snapshot.
+func TestRestoreWithinMaxBytes(t *testing.T) {
+	rules, cfg, old := persisted()
+	snap := encodeSet(t, old, false, func() {})
+	full := old.MemoryUsed()
+	empty := storetest.Must(store.NewSetWith(cfg, nil, store.SetOptions{})).MemoryUsed()
+	for _, tc := range []struct {
+		name    string
+		bound   int64
+		skipped bool // some rule is skipped
+	}{
+		{"no bound", 0, false},
+		{"a bound it fits exactly", full, false},
+		{"a bound just below", full - 1, true},
+		{"half of it", (full + empty) / 2, true},
+		{"room for no series", empty, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			set := storetest.Must(store.NewSetWith(cfg, nil, store.SetOptions{MaxBytes: tc.bound}))
+			res, err := set.Restore(snap)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Rules+len(res.Skipped) != len(rules) || (len(res.Skipped) > 0) != tc.skipped {
+				t.Fatalf("restored %d rules, skipped %v", res.Rules, res.Skipped)
+			}
+			for _, err := range res.Skipped {
+				if !errors.Is(err, store.ErrMaxBytes) {
+					t.Errorf("skipped for %v, want %v", err, store.ErrMaxBytes)
+				}
+			}
+			if used := set.MemoryUsed(); tc.bound > 0 && used > tc.bound {
+				t.Errorf("memory used %d, over the bound %d", used, tc.bound)
+			}
+			if !tc.skipped && set.MemoryUsed() != full {
+				t.Errorf("memory used %d, the Set written %d", set.MemoryUsed(), full)
+			}
+		})
+	}
+}
+
+// TestRestoreAtMaxBytes: a Set that ran at its bound, folding new label sets, restores
+// whole under that bound: what it holds past it (the overflow series, made at the bound,
+// and what its series grew by since they were admitted) is held again; under half of it,
+// within that; and a snapshot of an earlier build, which does not record the bound, whole.
+func TestRestoreAtMaxBytes(t *testing.T) {
+	rules, _, old := persisted()
+	cfg := storetest.Config(1000, rules...)
+	empty := storetest.Must(store.NewSetWith(cfg, nil, store.SetOptions{})).MemoryUsed()
+	for _, frac := range []int64{2, 4, 8} {
+		bound := empty + (old.MemoryUsed()-empty)/frac
+		t.Run(fmt.Sprint(bound), func(t *testing.T) {
+			set := storetest.Must(store.NewSetWith(cfg, nil, store.SetOptions{MaxBytes: bound}))
+			k := set.NewSink()
+			persistLines([2]*store.Sink{k, k}, start, 500)
+			snap := encodeSet(t, set, false, func() {})
+			if set.MemoryUsed() <= bound {
+				t.Fatalf("memory used %d, within the bound %d: the Set did not run at it", set.MemoryUsed(), bound)
+			}
+			earlier := rewrittenCut(t, snap, func(rec []byte) []byte {
+				r := wire.NewReader(rec)
+				return wire.AppendVarint(nil, r.Varint())
+			})
+			for _, tc := range []struct {
+				name  string
+				snap  *storage.Snapshot
+				bound int64
+				whole bool
+			}{
+				{"the same bound", snap, bound, true},
+				{"a higher bound", snap, 2 * bound, true},
+				{"half of it", snap, bound / 2, false},
+				{"an earlier build's", earlier, bound / 2, true},
+			} {
+				t.Run(tc.name, func(t *testing.T) {
+					again := storetest.Must(store.NewSetWith(cfg, nil, store.SetOptions{MaxBytes: tc.bound}))
+					res, err := again.Restore(tc.snap)
+					if err != nil || (len(res.Skipped) == 0) != tc.whole {
+						t.Fatalf("Restore: %+v, %v", res, err)
+					}
+					if got, want := again.MemoryUsed(), set.MemoryUsed(); tc.whole && got != want {
+						t.Errorf("memory used %d, the Set written %d", got, want)
+					}
+					if got := again.MemoryUsed(); !tc.whole && got > max(tc.bound, empty) {
+						t.Errorf("memory used %d, over the bound %d", got, tc.bound)
+					}
+				})
+			}
+		})
+	}
+}
+
+// rewrittenCut is snap with its cut record edited, read back as a restart reads it.
+func rewrittenCut(t *testing.T, snap *storage.Snapshot, edit func([]byte) []byte) *storage.Snapshot {
+	t.Helper()
+	dir := t.TempDir()
+	err := storage.Write(dir, func(w *storage.Writer) error {
+		for _, sec := range snap.Sections {
+			if sec.Name != "cut" {
+				if err := storetest.CopySection(w, sec); err != nil {
+					return err
+				}
+				continue
+			}
+			if err := w.Section(sec.Name); err != nil {
+				return err
+			}
+			for rec := range sec.Records() {
+				if err := w.Record(edit(rec)); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return storetest.Must(storage.Read(dir, 1<<30))
+}
