@@ -443,15 +443,17 @@ func restoreRule(sec storage.Section, byName map[string]*store, cut, written, mo
 	var retired uint64
 	var charged int64
 	var cost int64 // what install charges for the series decoded, less those they replace
+	replaced := map[*Series]bool{}
 	for rec := range sec.Records() {
 		r := wire.NewReader(rec)
 		if st != nil {
 			s, err := st.decodeSeries(r, cut, written)
 			if err == nil {
 				cost += st.restoredBytes(s)
-				// A pinned series of its label set gives its place (install); no sink
-				// writes to the store yet.
-				if old := st.series[s.key]; old != nil {
+				// A pinned series of its label set gives its place (install), once; no
+				// sink writes to the store yet.
+				if old := st.series[s.key]; old != nil && !replaced[old] {
+					replaced[old] = true
 					cost -= st.heldBytes(old)
 				}
 				// Checked as each series is decoded, so that a snapshot of more than the

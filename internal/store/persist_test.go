@@ -197,23 +197,28 @@ func TestRestoreSkipsChangedRules(t *testing.T) {
 
 // restoreWritten writes a snapshot by fill, reads it back and restores it into a new Set
 // of cfg, failing the test on any error but those Restore reports as skipped.
-func restoreWritten(t *testing.T, cfg *config.Config, fill func(w *storage.Writer) error) (*store.Set, store.Restored) {
+func restoreWritten(t *testing.T, cfg *config.Config, fill func(w *storage.Writer) error, bound ...int64) (*store.Set, store.Restored) {
 	t.Helper()
-	set, res, err := restoreOf(t, cfg, fill)
+	set, res, err := restoreOf(t, cfg, fill, bound...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return set, res
 }
 
-// restoreOf is restoreWritten of a snapshot that Restore may refuse, with its error.
-func restoreOf(t *testing.T, cfg *config.Config, fill func(w *storage.Writer) error) (*store.Set, store.Restored, error) {
+// restoreOf is restoreWritten of a snapshot that Restore may refuse, with its error. A
+// bound given is the new Set's memory bound.
+func restoreOf(t *testing.T, cfg *config.Config, fill func(w *storage.Writer) error, bound ...int64) (*store.Set, store.Restored, error) {
 	t.Helper()
 	dir := t.TempDir()
 	if err := storage.Write(dir, fill); err != nil {
 		t.Fatal(err)
 	}
-	set := storetest.Must(store.NewSetWith(cfg, nil, store.SetOptions{}))
+	var opts store.SetOptions
+	for _, b := range bound {
+		opts.MaxBytes = b
+	}
+	set := storetest.Must(store.NewSetWith(cfg, nil, opts))
 	res, err := set.Restore(storetest.Must(storage.Read(dir, 1<<30)))
 	return set, res, err
 }
@@ -764,6 +769,51 @@ func TestRestoreWithinMaxBytes(t *testing.T) {
 				t.Errorf("memory used %d, the Set written %d", set.MemoryUsed(), full)
 			}
 		})
+	}
+}
+
+// TestRestoreMaxBytesRepeatedSeries: a rule section that repeats the series of a pinned
+// label set (an edited snapshot) is charged each copy it decodes: the place of the pinned
+// series is given once, and the copies, held until the rule is installed, are bounded.
+func TestRestoreMaxBytesRepeatedSeries(t *testing.T) {
+	const pinned = 3 // the rule without labels
+	_, cfg, old := persisted()
+	snap := encodeSet(t, old, false, func() {})
+	bound := old.MemoryUsed()
+	rules := 0
+	set, res := restoreWritten(t, cfg, func(w *storage.Writer) error {
+		for _, sec := range snap.Sections {
+			if sec.Name == "rule" {
+				if rules++; rules == pinned+1 {
+					var recs [][]byte
+					for rec := range sec.Records() {
+						recs = append(recs, rec)
+					}
+					if err := w.Section(sec.Name); err != nil {
+						return err
+					}
+					if err := w.Record(recs[0]); err != nil {
+						return err
+					}
+					for range 1000 {
+						if err := w.Record(recs[1]); err != nil {
+							return err
+						}
+					}
+					continue
+				}
+			}
+			if err := storetest.CopySection(w, sec); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, bound)
+	if len(res.Skipped) != 1 || !errors.Is(res.Skipped[0], store.ErrMaxBytes) {
+		t.Fatalf("restored %d rules, skipped %v; want the repeating one skipped for the bound", res.Rules, res.Skipped)
+	}
+	if used := set.MemoryUsed(); used > bound {
+		t.Errorf("memory used %d, over the bound %d", used, bound)
 	}
 }
 
