@@ -731,9 +731,34 @@ func restoreReplaced(t *testing.T, cfg *config.Config, snap *storage.Snapshot, f
 // was written with (the bound, or the container's memory, lowered while the exporter was
 // down) restores the rules that fit and skips the others, which start empty: the restore
 // installed every series whatever the bound, and a container given less memory was killed
-// at each start by the same snapshot.
+// at each start by the same snapshot. The label-less rule alone, last checked, is restored
+// at the bound it fits exactly only if its pinned series' place is taken off the charge.
 func TestRestoreWithinMaxBytes(t *testing.T) {
 	rules, cfg, old := persisted()
+	labelless := storetest.Config(10, persistRules()[3])
+	alone := storetest.Must(store.NewSetWith(labelless, nil, store.SetOptions{}))
+	for i := range 50 {
+		write(alone.NewSink(), line{rule: 0, now: start + int64(i/7)})
+	}
+	for _, written := range []struct {
+		name  string
+		cfg   *config.Config
+		set   *store.Set
+		rules int
+	}{
+		{"every kind", cfg, old, len(rules)},
+		{"the label-less rule alone", labelless, alone, 1},
+	} {
+		t.Run(written.name, func(t *testing.T) {
+			restoreWithin(t, written.cfg, written.set, written.rules)
+		})
+	}
+}
+
+// restoreWithin restores a snapshot of old, a Set of cfg and of rules rules without a
+// bound, under bounds from none to one that leaves room for no series.
+func restoreWithin(t *testing.T, cfg *config.Config, old *store.Set, rules int) {
+	t.Helper()
 	snap := encodeSet(t, old, false, func() {})
 	full := old.MemoryUsed()
 	empty := storetest.Must(store.NewSetWith(cfg, nil, store.SetOptions{})).MemoryUsed()
@@ -754,7 +779,7 @@ func TestRestoreWithinMaxBytes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if res.Rules+len(res.Skipped) != len(rules) || (len(res.Skipped) > 0) != tc.skipped {
+			if res.Rules+len(res.Skipped) != rules || (len(res.Skipped) > 0) != tc.skipped {
 				t.Fatalf("restored %d rules, skipped %v", res.Rules, res.Skipped)
 			}
 			for _, err := range res.Skipped {
