@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -800,13 +801,15 @@ func restoreWithin(t *testing.T, cfg *config.Config, old *store.Set, rules int) 
 // TestRestoreMaxBytesRepeatedSeries: a rule section that repeats the series of a pinned
 // label set (an edited snapshot) is charged each copy it decodes: the place of the pinned
 // series is given once, and the copies, held until the rule is installed, are bounded.
+// The bound is checked as each is decoded: the restore allocates about what one of the
+// snapshot as written does, not what decoding the thousand copies would.
 func TestRestoreMaxBytesRepeatedSeries(t *testing.T) {
 	const pinned = 3 // the rule without labels
 	_, cfg, old := persisted()
 	snap := encodeSet(t, old, false, func() {})
 	bound := old.MemoryUsed()
 	rules := 0
-	set, res := restoreWritten(t, cfg, func(w *storage.Writer) error {
+	edited := readBack(t, func(w *storage.Writer) error {
 		for _, sec := range snap.Sections {
 			if sec.Name == "rule" {
 				if rules++; rules == pinned+1 {
@@ -833,13 +836,40 @@ func TestRestoreMaxBytesRepeatedSeries(t *testing.T) {
 			}
 		}
 		return nil
-	}, bound)
+	})
+	restore := func(snap *storage.Snapshot) (*store.Set, store.Restored, uint64) {
+		set := storetest.Must(store.NewSetWith(cfg, nil, store.SetOptions{MaxBytes: bound}))
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		res, err := set.Restore(snap)
+		runtime.ReadMemStats(&after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return set, res, after.TotalAlloc - before.TotalAlloc
+	}
+	_, _, whole := restore(snap)
+	set, res, allocated := restore(edited)
 	if len(res.Skipped) != 1 || !errors.Is(res.Skipped[0], store.ErrMaxBytes) {
 		t.Fatalf("restored %d rules, skipped %v; want the repeating one skipped for the bound", res.Rules, res.Skipped)
 	}
 	if used := set.MemoryUsed(); used > bound {
 		t.Errorf("memory used %d, over the bound %d", used, bound)
 	}
+	// Decoding the copies whole allocates 25 times as much.
+	if allocated > 4*whole {
+		t.Errorf("the restore allocated %d bytes, more than 4 times the %d of the snapshot as written", allocated, whole)
+	}
+}
+
+// readBack is the snapshot fill writes, read back as a restart reads it.
+func readBack(t *testing.T, fill func(w *storage.Writer) error) *storage.Snapshot {
+	t.Helper()
+	dir := t.TempDir()
+	if err := storage.Write(dir, fill); err != nil {
+		t.Fatal(err)
+	}
+	return storetest.Must(storage.Read(dir, 1<<30))
 }
 
 // TestRestoreAtMaxBytes: a Set that ran at its bound, folding new label sets, restores
@@ -896,28 +926,10 @@ func TestRestoreAtMaxBytes(t *testing.T) {
 // rewrittenCut is snap with its cut record edited, read back as a restart reads it.
 func rewrittenCut(t *testing.T, snap *storage.Snapshot, edit func([]byte) []byte) *storage.Snapshot {
 	t.Helper()
-	dir := t.TempDir()
-	err := storage.Write(dir, func(w *storage.Writer) error {
-		for _, sec := range snap.Sections {
-			if sec.Name != "cut" {
-				if err := storetest.CopySection(w, sec); err != nil {
-					return err
-				}
-				continue
-			}
-			if err := w.Section(sec.Name); err != nil {
-				return err
-			}
-			for rec := range sec.Records() {
-				if err := w.Record(edit(rec)); err != nil {
-					return err
-				}
-			}
+	return readBack(t, rewritten(snap, func(sec string, _, _ int, rec []byte) []byte {
+		if sec == "cut" {
+			return edit(rec)
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return storetest.Must(storage.Read(dir, 1<<30))
+		return rec
+	}))
 }
