@@ -313,9 +313,13 @@ func TestRestoreSkipsMalformedRuleHeader(t *testing.T) {
 // opens with a varint (what a later build adds after it is left) is restored from, any
 // other refused whole, leaving the Set as new; of the event-time rule, restored activity
 // is no later than the cut. A cut before 1970 or after LatestSecond is refused too, and
-// processing time is restored at no such second. Seeds: the records of a snapshot, with
-// its cut, without it, with more after it, corrupt, twice, near the end of int64, at
-// LatestSecond, a series last active near the end of int64, and one whose sum is NaN.
+// processing time is restored at no such second. The Set restored into has a memory bound
+// of cuts/3 (none, room for no series, or for about half the snapshot's): a rule that
+// would pass it is skipped, and a snapshot whose cut records it was written without one
+// is restored within it. Seeds: the records of a snapshot, with its cut, without it, with
+// more after it, corrupt, twice, near the end of int64, at LatestSecond, a series last
+// active near the end of int64, one whose sum is NaN, and cuts written without a bound,
+// with a high one and none recorded, under each bound.
 func FuzzRestore(f *testing.F) {
 	rules, cfg, old := persisted()
 	dir := f.TempDir()
@@ -349,13 +353,19 @@ func FuzzRestore(f *testing.F) {
 		f.Add(recs[0], recs[1], append(cutRec, 0), uint8(1))
 		f.Add(recs[0], recs[1], []byte{0x80}, uint8(1))
 		f.Add(recs[0], recs[1], cutRec, uint8(2))
+		f.Add(recs[0], recs[1], cutRec, uint8(1+3))
+		f.Add(recs[0], recs[1], wire.AppendUvarint(bytes.Clone(cutRec), 0), uint8(1+3))
+		f.Add(recs[0], recs[1], wire.AppendUvarint(bytes.Clone(cutRec), 0), uint8(1+6))
+		f.Add(recs[0], recs[1], wire.AppendUvarint(bytes.Clone(cutRec), 1<<40), uint8(1+6))
 		if nan := withNaNSum(recs[1]); nan != nil {
 			f.Add(recs[0], nan, cutRec, uint8(1))
 		}
 	}
 	f.Add([]byte{}, []byte{}, []byte{}, uint8(1))
 	empty := storetest.Must(store.NewSetWith(cfg, nil, store.SetOptions{}))
+	bounds := []int64{0, empty.MemoryUsed(), (empty.MemoryUsed() + old.MemoryUsed()) / 2}
 	f.Fuzz(func(t *testing.T, head, series, cutRec []byte, cuts uint8) {
+		bound := bounds[int(cuts/3)%len(bounds)]
 		cuts %= 3
 		fresh, res, err := restoreOf(t, cfg, func(w *storage.Writer) error {
 			if err := storetest.CopySection(w, set); err != nil {
@@ -378,7 +388,7 @@ func FuzzRestore(f *testing.F) {
 				return err
 			}
 			return w.Record(series)
-		})
+		}, bound)
 		r := wire.NewReader(cutRec)
 		at := r.Varint()
 		if cutOK := cuts == 0 || cuts == 1 && r.Err() == nil && at >= 0 && at <= store.LatestSecond; !cutOK {
@@ -394,9 +404,14 @@ func FuzzRestore(f *testing.F) {
 			t.Fatalf("%d rules restored, %v skipped, of one", res.Rules, res.Skipped)
 		}
 		for _, err := range res.Skipped {
-			if !errors.Is(err, storage.ErrCorrupt) && !errors.Is(err, store.ErrNoSuchRule) && !errors.Is(err, windows.ErrLayout) {
+			if !errors.Is(err, storage.ErrCorrupt) && !errors.Is(err, store.ErrNoSuchRule) && !errors.Is(err, windows.ErrLayout) && !errors.Is(err, store.ErrMaxBytes) {
 				t.Fatalf("skipped as %v: not a reason Restore gives", err)
 			}
+		}
+		// Of a snapshot that records it was written without a bound, what is restored
+		// under one keeps within it.
+		if written := r.Uvarint(); cuts == 1 && r.Err() == nil && written == 0 && bound > 0 && fresh.MemoryUsed() > max(bound, empty.MemoryUsed()) {
+			t.Fatalf("memory used %d, over the bound %d", fresh.MemoryUsed(), bound)
 		}
 		// Processing time is held at no second the clocks do not reach.
 		if res.Processing != math.MinInt64 && (res.Processing < 0 || res.Processing > store.LatestSecond) {
