@@ -269,13 +269,18 @@ func decodePipeline(snap *storage.Snapshot) (map[string][]follow.Position, int64
 func decodePositions(rec []byte) (string, []follow.Position, error) {
 	r := wire.NewReader(rec)
 	source := string(r.Prefixed())
-	n := r.Count(math.MaxInt, 1)
+	n := r.Count(math.MaxInt, positionBytes)
 	ps := make([]follow.Position, 0, n)
 	for range n {
 		ps = append(ps, decodePosition(r, source))
 	}
 	return source, ps, r.Done()
 }
+
+// positionBytes is the least a position of appendPosition takes: a byte for each of the
+// path's length, the device, the inode and the offset, and 8 for the head's hash. A count
+// of positions is checked against it before room is made for them.
+const positionBytes = 4 + 8
 
 // decodePosition reads a position of appendPosition, of a file of the input of source.
 func decodePosition(r *wire.Reader, source string) follow.Position {
@@ -473,7 +478,7 @@ func appendUnread(dst []byte, source string, ts []follow.Truncation) []byte {
 func decodeUnread(rec []byte) (string, []follow.Truncation, error) {
 	r := wire.NewReader(rec)
 	source := string(r.Prefixed())
-	n := r.Count(math.MaxInt, 1)
+	n := r.Count(math.MaxInt, positionBytes+2)
 	ts := make([]follow.Truncation, 0, n)
 	for range n {
 		t := follow.Truncation{Position: decodePosition(r, source)}

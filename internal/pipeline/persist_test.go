@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -1351,6 +1352,38 @@ func FuzzDecodePositions(f *testing.F) {
 			t.Fatalf("decoded %q %+v, which encodes to %q, not %q", source, ps, again, rec)
 		}
 	})
+}
+
+// TestDecodeClaimedCount: a record of positions that claims as many of them as it has
+// bytes (an edited snapshot, its checksums made again) is refused before a slice of that
+// many is made: a position takes at least 12 bytes, and the decoders made room for one
+// per byte, 48 and 64 times the record's size (3 GiB for a snapshot of 64 MiB), which a
+// legitimate record never asks for.
+func TestDecodeClaimedCount(t *testing.T) {
+	const claimed = 1 << 20
+	rec := wire.AppendUvarint(wire.AppendBytes(nil, []byte("/var/log/a.log")), claimed)
+	rec = append(rec, make([]byte, claimed)...)
+	for _, tc := range []struct {
+		name   string
+		decode func([]byte) error
+	}{
+		{"positions", func(b []byte) error { _, _, err := decodePositions(b); return err }},
+		{"truncated-unread", func(b []byte) error { _, _, err := decodeUnread(b); return err }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			err := tc.decode(rec)
+			runtime.ReadMemStats(&after)
+			if !errors.Is(err, storage.ErrCorrupt) {
+				t.Fatalf("decoded: %v, want corrupt", err)
+			}
+			// What a decoding of such a record made of whole positions would take.
+			if got, most := after.TotalAlloc-before.TotalAlloc, uint64(4*len(rec)); got > most {
+				t.Errorf("allocated %d bytes for a record of %d, more than %d", got, len(rec), most)
+			}
+		})
+	}
 }
 
 // Two exporters given one storage directory (two releases of one name on a node, or a

@@ -62,7 +62,7 @@ var (
 		"Series the start took from the snapshot.",
 		nil}
 	StorageSkippedRules = Metric{"logwindow_storage_skipped_rules",
-		"Rules of the snapshot not restored at start: changed or removed since, or whose series did not decode.",
+		"Rules of the snapshot not restored at start: changed or removed since, whose series did not decode, or would pass --series.max-bytes.",
 		nil}
 	StorageSkippedRecords = Metric{"logwindow_storage_skipped_records",
 		"Records of the snapshot's optional sections (messages in parts, files left or found truncated) not restored at start because they did not decode; each is logged, the rest of the snapshot was restored.",

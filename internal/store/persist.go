@@ -45,6 +45,9 @@ func inRange(t int64) bool { return t >= 0 && t <= LatestSecond }
 type Encoded struct {
 	set   []byte
 	rules []encodedRule
+	// bound is the memory bound the Set had (--series.max-bytes; 0 none), which its series
+	// may pass by what it admits at the bound (Restore).
+	bound int64
 }
 
 // encodedRule is one rule's header and its series' records. A record is copied into a
@@ -145,7 +148,7 @@ func (s *Set) EncodeAhead() (*Encoded, error) {
 }
 
 func (s *Set) encode(ahead *Encoded, note bool) (*Encoded, error) {
-	e := &Encoded{set: wire.AppendVarint(nil, s.oldest.Load()), rules: make([]encodedRule, 0, len(s.rules))}
+	e := &Encoded{set: wire.AppendVarint(nil, s.oldest.Load()), rules: make([]encodedRule, 0, len(s.rules)), bound: s.mem.max.Load()}
 	for i := range s.rules {
 		var prev *encodedRule
 		if ahead != nil && i < len(ahead.rules) && ahead.rules[i].st == s.rules[i].store {
@@ -174,7 +177,7 @@ func (e *Encoded) Write(w *storage.Writer, processing int64) error {
 	if err := w.Section(sectionCut); err != nil {
 		return err
 	}
-	if err := w.Record(wire.AppendVarint(nil, processing)); err != nil {
+	if err := w.Record(wire.AppendUvarint(wire.AppendVarint(nil, processing), uint64(e.bound))); err != nil {
 		return err
 	}
 	for _, r := range e.rules {
@@ -361,6 +364,10 @@ type Restored struct {
 // name and fingerprint: it was changed or removed while the exporter was down.
 var ErrNoSuchRule = errors.New("no rule of this name and definition")
 
+// ErrMaxBytes is why a rule of a snapshot is skipped when its series would take the
+// memory of the series past --series.max-bytes (SetOptions.MaxBytes), lowered since.
+var ErrMaxBytes = errors.New("its series would pass the memory bound (--series.max-bytes)")
+
 // Restore puts the state a snapshot of Encode holds into s, which must be new: made by
 // NewSetWith without a previous Set, before any sink writes to it. Each rule of the
 // snapshot goes to the rule of s with its name and fingerprint, whole or not at all; an
@@ -382,9 +389,17 @@ func (s *Set) Restore(snap *storage.Snapshot) (Restored, error) {
 			return res, err
 		}
 	}
-	cut, err := decodeCut(snap)
+	cut, bound, err := decodeCut(snap)
 	if err != nil {
 		return res, err
+	}
+	// A Set at its bound holds more than it (the overflow series, made at the bound, and
+	// what the series admitted before grew by): a snapshot of a Set whose bound was as
+	// high is restored whole, as is one that does not record it (an earlier build's);
+	// under a bound lowered since, the rules are restored while they fit.
+	most := s.mem.max.Load()
+	if bound < 0 || bound > 0 && most >= bound {
+		most = 0
 	}
 	// A kept counter of a snapshot that does not record its cut has no wheels to bound its
 	// activity by (decodeSeries): the time the snapshot was written does, about its cut's
@@ -401,7 +416,7 @@ func (s *Set) Restore(snap *storage.Snapshot) (Restored, error) {
 		if sec.Name != sectionRule {
 			continue
 		}
-		n, processing, wall, err := restoreRule(sec, byName, cut, written)
+		n, processing, wall, err := restoreRule(sec, byName, cut, written, most)
 		if err != nil {
 			res.Skipped = append(res.Skipped, err)
 			continue
@@ -416,13 +431,14 @@ func (s *Set) Restore(snap *storage.Snapshot) (Restored, error) {
 }
 
 // decodeCut returns the processing second of the snapshot's cut, or noCut when it does
-// not record it (an earlier build's).
-func decodeCut(snap *storage.Snapshot) (int64, error) {
+// not record it (an earlier build's), and the memory bound of the Set written (0 none),
+// or -1 when it does not record it.
+func decodeCut(snap *storage.Snapshot) (int64, int64, error) {
 	sec, ok := snap.Section(sectionCut)
 	if !ok {
-		return noCut, nil
+		return noCut, -1, nil
 	}
-	cut, n := int64(noCut), 0
+	cut, bound, n := int64(noCut), int64(-1), 0
 	for rec := range sec.Records() {
 		r := wire.NewReader(rec)
 		// A later build may add fields after the second: an earlier one reads its own.
@@ -430,14 +446,18 @@ func decodeCut(snap *storage.Snapshot) (int64, error) {
 			r.Failf("cut at second %d", cut)
 		}
 		if err := r.Err(); err != nil {
-			return noCut, err
+			return noCut, -1, err
+		}
+		// An earlier build wrote the second alone; a bound past int64 is none recorded.
+		if b, k := binary.Uvarint(r.Rest()); k > 0 && b <= math.MaxInt64 {
+			bound = int64(b)
 		}
 		n++
 	}
 	if n != 1 {
-		return noCut, fmt.Errorf("%w: %d records in the %q section", storage.ErrCorrupt, n, sectionCut)
+		return noCut, -1, fmt.Errorf("%w: %d records in the %q section", storage.ErrCorrupt, n, sectionCut)
 	}
-	return cut, nil
+	return cut, bound, nil
 }
 
 // restoreRule decodes one rule's section whole, then puts its series in its store; it
@@ -445,17 +465,34 @@ func decodeCut(snap *storage.Snapshot) (int64, error) {
 // newest wall-clock second their wheels were added at, of an event-time rule
 // (Restored.Wall).
 // cut is the processing second of the snapshot's cut, or noCut; written bounds the
-// activity of its kept counters when it is noCut (decodeSeries).
-func restoreRule(sec storage.Section, byName map[string]*store, cut, written int64) (int, int64, int64, error) {
+// activity of its kept counters when it is noCut (decodeSeries). most is the memory bound
+// the series restored are kept within, 0 none.
+func restoreRule(sec storage.Section, byName map[string]*store, cut, written, most int64) (int, int64, int64, error) {
 	var st *store
 	var series []*Series
 	var counts []uint64
 	var retired uint64
 	var charged int64
+	var cost int64 // what install charges for the series decoded, less those they replace
+	replaced := map[*Series]bool{}
 	for rec := range sec.Records() {
 		r := wire.NewReader(rec)
 		if st != nil {
 			s, err := st.decodeSeries(r, cut, written)
+			if err == nil {
+				cost += st.restoredBytes(s)
+				// A pinned series of its label set gives its place (install), once; no
+				// sink writes to the store yet.
+				if old := st.series[s.key]; old != nil && !replaced[old] {
+					replaced[old] = true
+					cost -= st.heldBytes(old)
+				}
+				// Checked as each series is decoded, so that a snapshot of more than the
+				// bound holds (lowered since, or edited) is not decoded whole first.
+				if st.settlePending(); most > 0 && st.mem.used.Load()+cost > most {
+					err = fmt.Errorf("%w of %d bytes, at series %d", ErrMaxBytes, most, len(series)+1)
+				}
+			}
 			if err != nil {
 				// Decoding charged the summaries of the series decoded so far; no sink
 				// writes to the store yet, so what it was charged before is exact.
@@ -511,6 +548,18 @@ func restoreRule(sec storage.Section, byName map[string]*store, cut, written int
 		}
 	}
 	return len(series), processing, wall, nil
+}
+
+// restoredBytes is what install charges for s, a series decoded from a snapshot: decoding
+// charged the growth of its summaries to the layout's account already.
+func (st *store) restoredBytes(s *Series) int64 {
+	n := st.frameBytes(s)
+	for p := range s.parts {
+		if p.win.Load() != nil {
+			n += st.wheelBytes
+		}
+	}
+	return n
 }
 
 // snapshotDropReasons are the drop reasons every snapshot keeps a counter of: those before
@@ -652,14 +701,7 @@ func (st *store) install(series []*Series, counts []uint64, retired uint64) {
 		if s.key != st.overflowKey {
 			st.normal++
 		}
-		// Decoding charged the summaries' growth to the layout's account already.
-		n := st.frameBytes(s)
-		for p := range s.parts {
-			if p.win.Load() != nil {
-				n += st.wheelBytes
-			}
-		}
-		st.charge(n)
+		st.charge(st.restoredBytes(s))
 	}
 	st.retired = retired
 	matched := retired + st.lateUnseated.Load()

@@ -199,23 +199,28 @@ func TestRestoreSkipsChangedRules(t *testing.T) {
 
 // restoreWritten writes a snapshot by fill, reads it back and restores it into a new Set
 // of cfg, failing the test on any error but those Restore reports as skipped.
-func restoreWritten(t *testing.T, cfg *config.Config, fill func(w *storage.Writer) error) (*store.Set, store.Restored) {
+func restoreWritten(t *testing.T, cfg *config.Config, fill func(w *storage.Writer) error, bound ...int64) (*store.Set, store.Restored) {
 	t.Helper()
-	set, res, err := restoreOf(t, cfg, fill)
+	set, res, err := restoreOf(t, cfg, fill, bound...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return set, res
 }
 
-// restoreOf is restoreWritten of a snapshot that Restore may refuse, with its error.
-func restoreOf(t *testing.T, cfg *config.Config, fill func(w *storage.Writer) error) (*store.Set, store.Restored, error) {
+// restoreOf is restoreWritten of a snapshot that Restore may refuse, with its error. A
+// bound given is the new Set's memory bound.
+func restoreOf(t *testing.T, cfg *config.Config, fill func(w *storage.Writer) error, bound ...int64) (*store.Set, store.Restored, error) {
 	t.Helper()
 	dir := t.TempDir()
 	if err := storage.Write(dir, fill); err != nil {
 		t.Fatal(err)
 	}
-	set := storetest.Must(store.NewSetWith(cfg, nil, store.SetOptions{}))
+	var opts store.SetOptions
+	for _, b := range bound {
+		opts.MaxBytes = b
+	}
+	set := storetest.Must(store.NewSetWith(cfg, nil, opts))
 	res, err := set.Restore(storetest.Must(storage.Read(dir, 1<<30)))
 	return set, res, err
 }
@@ -309,9 +314,13 @@ func TestRestoreSkipsMalformedRuleHeader(t *testing.T) {
 // opens with a varint (what a later build adds after it is left) is restored from, any
 // other refused whole, leaving the Set as new; of the event-time rule, restored activity
 // is no later than the cut. A cut before 1970 or after LatestSecond is refused too, and
-// processing time is restored at no such second. Seeds: the records of a snapshot, with
-// its cut, without it, with more after it, corrupt, twice, near the end of int64, at
-// LatestSecond, a series last active near the end of int64, and one whose sum is NaN.
+// processing time is restored at no such second. The Set restored into has a memory bound
+// of cuts/3 (none, room for no series, or for about half the snapshot's): a rule that
+// would pass it is skipped, and a snapshot whose cut records it was written without one
+// is restored within it. Seeds: the records of a snapshot, with its cut, without it, with
+// more after it, corrupt, twice, near the end of int64, at LatestSecond, a series last
+// active near the end of int64, one whose sum is NaN, and cuts written without a bound,
+// with a high one and none recorded, under each bound.
 func FuzzRestore(f *testing.F) {
 	rules, cfg, old := persisted()
 	dir := f.TempDir()
@@ -345,13 +354,19 @@ func FuzzRestore(f *testing.F) {
 		f.Add(recs[0], recs[1], append(cutRec, 0), uint8(1))
 		f.Add(recs[0], recs[1], []byte{0x80}, uint8(1))
 		f.Add(recs[0], recs[1], cutRec, uint8(2))
+		f.Add(recs[0], recs[1], cutRec, uint8(1+3))
+		f.Add(recs[0], recs[1], wire.AppendUvarint(bytes.Clone(cutRec), 0), uint8(1+3))
+		f.Add(recs[0], recs[1], wire.AppendUvarint(bytes.Clone(cutRec), 0), uint8(1+6))
+		f.Add(recs[0], recs[1], wire.AppendUvarint(bytes.Clone(cutRec), 1<<40), uint8(1+6))
 		if nan := withNaNSum(recs[1]); nan != nil {
 			f.Add(recs[0], nan, cutRec, uint8(1))
 		}
 	}
 	f.Add([]byte{}, []byte{}, []byte{}, uint8(1))
 	empty := storetest.Must(store.NewSetWith(cfg, nil, store.SetOptions{}))
+	bounds := []int64{0, empty.MemoryUsed(), (empty.MemoryUsed() + old.MemoryUsed()) / 2}
 	f.Fuzz(func(t *testing.T, head, series, cutRec []byte, cuts uint8) {
+		bound := bounds[int(cuts/3)%len(bounds)]
 		cuts %= 3
 		fresh, res, err := restoreOf(t, cfg, func(w *storage.Writer) error {
 			if err := storetest.CopySection(w, set); err != nil {
@@ -374,7 +389,7 @@ func FuzzRestore(f *testing.F) {
 				return err
 			}
 			return w.Record(series)
-		})
+		}, bound)
 		r := wire.NewReader(cutRec)
 		at := r.Varint()
 		if cutOK := cuts == 0 || cuts == 1 && r.Err() == nil && at >= 0 && at <= store.LatestSecond; !cutOK {
@@ -390,9 +405,14 @@ func FuzzRestore(f *testing.F) {
 			t.Fatalf("%d rules restored, %v skipped, of one", res.Rules, res.Skipped)
 		}
 		for _, err := range res.Skipped {
-			if !errors.Is(err, storage.ErrCorrupt) && !errors.Is(err, store.ErrNoSuchRule) && !errors.Is(err, windows.ErrLayout) {
+			if !errors.Is(err, storage.ErrCorrupt) && !errors.Is(err, store.ErrNoSuchRule) && !errors.Is(err, windows.ErrLayout) && !errors.Is(err, store.ErrMaxBytes) {
 				t.Fatalf("skipped as %v: not a reason Restore gives", err)
 			}
+		}
+		// Of a snapshot that records it was written without a bound, what is restored
+		// under one keeps within it.
+		if written := r.Uvarint(); cuts == 1 && r.Err() == nil && written == 0 && bound > 0 && fresh.MemoryUsed() > max(bound, empty.MemoryUsed()) {
+			t.Fatalf("memory used %d, over the bound %d", fresh.MemoryUsed(), bound)
 		}
 		// Processing time is held at no second the clocks do not reach.
 		if res.Processing != math.MinInt64 && (res.Processing < 0 || res.Processing > store.LatestSecond) {
@@ -722,6 +742,212 @@ func restoreReplaced(t *testing.T, cfg *config.Config, snap *storage.Snapshot, f
 		return nil
 	})
 	return set, res, replaced
+}
+
+// TestRestoreWithinMaxBytes: a snapshot restored under a lower --series.max-bytes than it
+// was written with (the bound, or the container's memory, lowered while the exporter was
+// down) restores the rules that fit and skips the others, which start empty: the restore
+// installed every series whatever the bound, and a container given less memory was killed
+// at each start by the same snapshot. The label-less rule alone, last checked, is restored
+// at the bound it fits exactly only if its pinned series' place is taken off the charge.
+func TestRestoreWithinMaxBytes(t *testing.T) {
+	rules, cfg, old := persisted()
+	labelless := storetest.Config(10, persistRules()[3])
+	alone := storetest.Must(store.NewSetWith(labelless, nil, store.SetOptions{}))
+	for i := range 50 {
+		write(alone.NewSink(), line{rule: 0, now: start + int64(i/7)})
+	}
+	for _, written := range []struct {
+		name  string
+		cfg   *config.Config
+		set   *store.Set
+		rules int
+	}{
+		{"every kind", cfg, old, len(rules)},
+		{"the label-less rule alone", labelless, alone, 1},
+	} {
+		t.Run(written.name, func(t *testing.T) {
+			restoreWithin(t, written.cfg, written.set, written.rules)
+		})
+	}
+}
+
+// restoreWithin restores a snapshot of old, a Set of cfg and of rules rules without a
+// bound, under bounds from none to one that leaves room for no series.
+func restoreWithin(t *testing.T, cfg *config.Config, old *store.Set, rules int) {
+	t.Helper()
+	snap := encodeSet(t, old, false, func() {})
+	full := old.MemoryUsed()
+	empty := storetest.Must(store.NewSetWith(cfg, nil, store.SetOptions{})).MemoryUsed()
+	for _, tc := range []struct {
+		name    string
+		bound   int64
+		skipped bool // some rule is skipped
+	}{
+		{"no bound", 0, false},
+		{"a bound it fits exactly", full, false},
+		{"a bound just below", full - 1, true},
+		{"half of it", (full + empty) / 2, true},
+		{"room for no series", empty, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			set := storetest.Must(store.NewSetWith(cfg, nil, store.SetOptions{MaxBytes: tc.bound}))
+			res, err := set.Restore(snap)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Rules+len(res.Skipped) != rules || (len(res.Skipped) > 0) != tc.skipped {
+				t.Fatalf("restored %d rules, skipped %v", res.Rules, res.Skipped)
+			}
+			for _, err := range res.Skipped {
+				if !errors.Is(err, store.ErrMaxBytes) {
+					t.Errorf("skipped for %v, want %v", err, store.ErrMaxBytes)
+				}
+			}
+			if used := set.MemoryUsed(); tc.bound > 0 && used > tc.bound {
+				t.Errorf("memory used %d, over the bound %d", used, tc.bound)
+			}
+			if !tc.skipped && set.MemoryUsed() != full {
+				t.Errorf("memory used %d, the Set written %d", set.MemoryUsed(), full)
+			}
+		})
+	}
+}
+
+// TestRestoreMaxBytesRepeatedSeries: a rule section that repeats the series of a pinned
+// label set (an edited snapshot) is charged each copy it decodes: the place of the pinned
+// series is given once, and the copies, held until the rule is installed, are bounded.
+// The bound is checked as each is decoded: the restore allocates about what one of the
+// snapshot as written does, not what decoding the thousand copies would.
+func TestRestoreMaxBytesRepeatedSeries(t *testing.T) {
+	const pinned = 3 // the rule without labels
+	_, cfg, old := persisted()
+	snap := encodeSet(t, old, false, func() {})
+	bound := old.MemoryUsed()
+	rules := 0
+	edited := readBack(t, func(w *storage.Writer) error {
+		for _, sec := range snap.Sections {
+			if sec.Name == "rule" {
+				if rules++; rules == pinned+1 {
+					var recs [][]byte
+					for rec := range sec.Records() {
+						recs = append(recs, rec)
+					}
+					if err := w.Section(sec.Name); err != nil {
+						return err
+					}
+					if err := w.Record(recs[0]); err != nil {
+						return err
+					}
+					for range 1000 {
+						if err := w.Record(recs[1]); err != nil {
+							return err
+						}
+					}
+					continue
+				}
+			}
+			if err := storetest.CopySection(w, sec); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	restore := func(snap *storage.Snapshot) (*store.Set, store.Restored, uint64) {
+		set := storetest.Must(store.NewSetWith(cfg, nil, store.SetOptions{MaxBytes: bound}))
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		res, err := set.Restore(snap)
+		runtime.ReadMemStats(&after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return set, res, after.TotalAlloc - before.TotalAlloc
+	}
+	_, _, whole := restore(snap)
+	set, res, allocated := restore(edited)
+	if len(res.Skipped) != 1 || !errors.Is(res.Skipped[0], store.ErrMaxBytes) {
+		t.Fatalf("restored %d rules, skipped %v; want the repeating one skipped for the bound", res.Rules, res.Skipped)
+	}
+	if used := set.MemoryUsed(); used > bound {
+		t.Errorf("memory used %d, over the bound %d", used, bound)
+	}
+	// Decoding the copies whole allocates 25 times as much.
+	if allocated > 4*whole {
+		t.Errorf("the restore allocated %d bytes, more than 4 times the %d of the snapshot as written", allocated, whole)
+	}
+}
+
+// readBack is the snapshot fill writes, read back as a restart reads it.
+func readBack(t *testing.T, fill func(w *storage.Writer) error) *storage.Snapshot {
+	t.Helper()
+	dir := t.TempDir()
+	if err := storage.Write(dir, fill); err != nil {
+		t.Fatal(err)
+	}
+	return storetest.Must(storage.Read(dir, 1<<30))
+}
+
+// TestRestoreAtMaxBytes: a Set that ran at its bound, folding new label sets, restores
+// whole under that bound: what it holds past it (the overflow series, made at the bound,
+// and what its series grew by since they were admitted) is held again; under half of it,
+// within that; and a snapshot of an earlier build, which does not record the bound, whole.
+func TestRestoreAtMaxBytes(t *testing.T) {
+	rules, _, old := persisted()
+	cfg := storetest.Config(1000, rules...)
+	empty := storetest.Must(store.NewSetWith(cfg, nil, store.SetOptions{})).MemoryUsed()
+	for _, frac := range []int64{2, 4, 8} {
+		bound := empty + (old.MemoryUsed()-empty)/frac
+		t.Run(fmt.Sprint(bound), func(t *testing.T) {
+			set := storetest.Must(store.NewSetWith(cfg, nil, store.SetOptions{MaxBytes: bound}))
+			k := set.NewSink()
+			persistLines([2]*store.Sink{k, k}, start, 500)
+			snap := encodeSet(t, set, false, func() {})
+			if set.MemoryUsed() <= bound {
+				t.Fatalf("memory used %d, within the bound %d: the Set did not run at it", set.MemoryUsed(), bound)
+			}
+			earlier := rewrittenCut(t, snap, func(rec []byte) []byte {
+				r := wire.NewReader(rec)
+				return wire.AppendVarint(nil, r.Varint())
+			})
+			for _, tc := range []struct {
+				name  string
+				snap  *storage.Snapshot
+				bound int64
+				whole bool
+			}{
+				{"the same bound", snap, bound, true},
+				{"a higher bound", snap, 2 * bound, true},
+				{"half of it", snap, bound / 2, false},
+				{"an earlier build's", earlier, bound / 2, true},
+			} {
+				t.Run(tc.name, func(t *testing.T) {
+					again := storetest.Must(store.NewSetWith(cfg, nil, store.SetOptions{MaxBytes: tc.bound}))
+					res, err := again.Restore(tc.snap)
+					if err != nil || (len(res.Skipped) == 0) != tc.whole {
+						t.Fatalf("Restore: %+v, %v", res, err)
+					}
+					if got, want := again.MemoryUsed(), set.MemoryUsed(); tc.whole && got != want {
+						t.Errorf("memory used %d, the Set written %d", got, want)
+					}
+					if got := again.MemoryUsed(); !tc.whole && got > max(tc.bound, empty) {
+						t.Errorf("memory used %d, over the bound %d", got, tc.bound)
+					}
+				})
+			}
+		})
+	}
+}
+
+// rewrittenCut is snap with its cut record edited, read back as a restart reads it.
+func rewrittenCut(t *testing.T, snap *storage.Snapshot, edit func([]byte) []byte) *storage.Snapshot {
+	t.Helper()
+	return readBack(t, rewritten(snap, func(sec string, _, _ int, rec []byte) []byte {
+		if sec == "cut" {
+			return edit(rec)
+		}
+		return rec
+	}))
 }
 
 // TestEncodeSharesRecordsAhead: a snapshot's cut takes the records of the series no line
