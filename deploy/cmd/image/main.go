@@ -9,7 +9,7 @@
 //	cd deploy && go run ./cmd/image -o ../dist/oci            # OCI image layout
 //	cd deploy && go run ./cmd/image -format docker -o ../dist/image.tar
 //	cd deploy && go run ./cmd/image -o ../dist/oci -binary ../dist/logwindow_exporter  # and the binary
-//	cd deploy && go run ./cmd/image -platforms linux/amd64,linux/arm64 -push ghcr.io/logwindow/logwindow_exporter:0.1.0
+//	cd deploy && SOURCE_DATE_EPOCH=$(git log -1 --format=%ct) go run ./cmd/image -platforms linux/amd64,linux/arm64 -push ghcr.io/logwindow/logwindow_exporter:0.1.0
 //
 // -dist writes the release binaries of a release beside it, the same files the image holds
 // (and any other platform -dist-platforms names, darwin's among them).
@@ -221,15 +221,26 @@ func run(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// checkPublishable refuses to push to the release's repository an image of a tree with
-// changes no commit holds: it would be published as the release while no commit makes it
-// again. A push elsewhere (a user's registry, with patches of their own) is stamped
-// -modified and goes on.
+// checkPublishable refuses a push to the release's repository of what the release cannot
+// be: an image of a tree with changes no commit holds (published as the release while no
+// commit makes it again); a tag other than the VERSION file's, the one the chart's
+// appVersion and the kustomize base pull (the git tag's "v0.1.0" is not it); a stamp
+// without SOURCE_DATE_EPOCH, or with another time than the commit's, which a rebuild of
+// the commit by the documented command does not make again. A push elsewhere (a user's
+// registry, with patches of their own) goes on, a modified tree stamped -modified.
 func checkPublishable(push name.Reference, s release.Stamp) error {
-	if push == nil || push.Context().Name() != release.Repository || !strings.HasSuffix(s.Revision, "-modified") {
+	if push == nil || push.Context().Name() != release.Repository {
 		return nil
 	}
-	return fmt.Errorf("-push %s: the source tree has uncommitted changes or files git neither tracks nor ignores (git status): a release is built from its commit alone; commit or remove them, or push to a repository of yours", push)
+	switch {
+	case strings.HasSuffix(s.Revision, "-modified"):
+		return fmt.Errorf("-push %s: the source tree has uncommitted changes or files git neither tracks nor ignores (git status): a release is built from its commit alone; commit or remove them, or push to a repository of yours", push)
+	case push.Identifier() != s.Version:
+		return fmt.Errorf("-push %s: a release's image is tagged %s, the VERSION file's version, which the chart (appVersion) and the kustomize base pull: -push %s:%s", push, s.Version, release.Repository, s.Version)
+	case s.BuildUser != release.ReproducibleUser || !s.Date.Equal(s.Committed):
+		return fmt.Errorf("-push %s: SOURCE_DATE_EPOCH=%q is not the commit's time, %d: a release is stamped with it, SOURCE_DATE_EPOCH=$(git log -1 --format=%%ct), so that a rebuild of the commit is the same image", push, os.Getenv("SOURCE_DATE_EPOCH"), s.Committed.Unix())
+	}
+	return nil
 }
 
 // platform is a GOOS/GOARCH a binary is built for.

@@ -408,11 +408,14 @@ func readLayout(t *testing.T, dir string) (v1.ImageIndex, *v1.IndexManifest) {
 	return idx, im
 }
 
-// TestRunRefusesModifiedRelease: pushing to the release's repository from a tree with
-// changes no commit holds fails, before the minutes of building, naming them: such an
-// image would be published as the release while no commit makes it again. A push of the
-// same tree elsewhere (a user's registry, patches of their own) goes on.
-func TestRunRefusesModifiedRelease(t *testing.T) {
+// commitTime is the committer date of the commits gitRepo makes, as SOURCE_DATE_EPOCH
+// gives it.
+const commitTime = "1772368496"
+
+// gitRepo makes a git repository holding VERSION 1.2.3 and a main.go, committed at
+// commitTime. It is no module: a run that gets past its checks fails at its build.
+func gitRepo(t *testing.T) string {
+	t.Helper()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("no git")
 	}
@@ -423,13 +426,25 @@ func TestRunRefusesModifiedRelease(t *testing.T) {
 		}
 	}
 	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "."}, {"-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "x"}} {
-		if out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput(); err != nil {
+		cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
+		cmd.Env = append(os.Environ(), "GIT_COMMITTER_DATE=@"+commitTime+" +0000")
+		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("git %q: %v\n%s", args, err, out)
 		}
 	}
+	return dir
+}
+
+// TestRunRefusesModifiedRelease: pushing to the release's repository from a tree with
+// changes no commit holds fails, before the minutes of building, naming them: such an
+// image would be published as the release while no commit makes it again. A push of the
+// same tree elsewhere (a user's registry, patches of their own) goes on.
+func TestRunRefusesModifiedRelease(t *testing.T) {
+	dir := gitRepo(t)
 	if err := os.WriteFile(filepath.Join(dir, "extra.go"), []byte("package main\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	t.Setenv("SOURCE_DATE_EPOCH", commitTime)
 	for _, c := range []struct {
 		push    string
 		refused bool
@@ -443,6 +458,42 @@ func TestRunRefusesModifiedRelease(t *testing.T) {
 			err := run([]string{"-src", dir, "-push", c.push}, io.Discard, io.Discard)
 			if got := err != nil && strings.Contains(err.Error(), "uncommitted"); got != c.refused {
 				t.Errorf("push to %s from a modified tree: %v; want refused %v", c.push, err, c.refused)
+			}
+		})
+	}
+}
+
+// TestRunRefusesMistakenRelease: a push to the release's repository that would publish
+// what the release is not fails before building, naming the mistake: a tag other than
+// the VERSION file's (the chart and the kustomize base pull that one, so they would pull
+// an image that is not there, or an old one), or a stamp another build of the commit
+// does not make again (SOURCE_DATE_EPOCH unset: the date of the build and the builder's
+// user@host; or not the commit's time). Elsewhere the same pushes go on.
+func TestRunRefusesMistakenRelease(t *testing.T) {
+	dir := gitRepo(t)
+	for _, c := range []struct {
+		name, push, epoch string
+		refused           string // what the error names; "" when the push goes on
+	}{
+		{"the release", release.Repository + ":1.2.3", commitTime, ""},
+		{"the git tag's v", release.Repository + ":v1.2.3", commitTime, "1.2.3"},
+		{"another version", release.Repository + ":1.2.4", commitTime, "1.2.3"},
+		{"no tag", release.Repository, commitTime, "1.2.3"},
+		{"a digest", release.Repository + "@sha256:" + strings.Repeat("0", 64), commitTime, "1.2.3"},
+		{"no SOURCE_DATE_EPOCH", release.Repository + ":1.2.3", "", "SOURCE_DATE_EPOCH"},
+		{"SOURCE_DATE_EPOCH not the commit's", release.Repository + ":1.2.3", "1772368497", "SOURCE_DATE_EPOCH"},
+		{"another registry, another tag", "registry.example.com/logwindow_exporter:v1.2.3", "", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv("SOURCE_DATE_EPOCH", c.epoch)
+			err := run([]string{"-src", dir, "-push", c.push}, io.Discard, io.Discard)
+			// A push that goes on fails at the build, whose error is go build's.
+			refused := err != nil && strings.HasPrefix(err.Error(), "-push ")
+			switch {
+			case c.refused == "" && refused:
+				t.Errorf("push to %s refused: %v", c.push, err)
+			case c.refused != "" && (!refused || !strings.Contains(err.Error(), c.refused)):
+				t.Errorf("push to %s: %v; want it refused, naming %s", c.push, err, c.refused)
 			}
 		})
 	}
