@@ -152,7 +152,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := checkPublishable(o.push, stamp); err != nil {
+	if err := checkPublishable(o.push, stamp, o.src); err != nil {
 		return err
 	}
 	ref, err := reference(stamp)
@@ -226,9 +226,10 @@ func run(args []string, stdout, stderr io.Writer) error {
 // commit makes it again); a tag other than the VERSION file's, the one the chart's
 // appVersion and the kustomize base pull (the git tag's "v0.1.0" is not it); a stamp
 // without SOURCE_DATE_EPOCH, or with another time than the commit's, which a rebuild of
-// the commit by the documented command does not make again. A push elsewhere (a user's
-// registry, with patches of their own) goes on, a modified tree stamped -modified.
-func checkPublishable(push name.Reference, s release.Stamp) error {
+// the commit by the documented command does not make again; a Go other than the one
+// .go-version pins, which compiles another binary. A push elsewhere (a user's registry,
+// with patches of their own) goes on, a modified tree stamped -modified.
+func checkPublishable(push name.Reference, s release.Stamp, src string) error {
 	if push == nil || push.Context().Name() != release.Repository {
 		return nil
 	}
@@ -239,6 +240,33 @@ func checkPublishable(push name.Reference, s release.Stamp) error {
 		return fmt.Errorf("-push %s: a release's image is tagged %s, the VERSION file's version, which the chart (appVersion) and the kustomize base pull: -push %s:%s", push, s.Version, release.Repository, s.Version)
 	case s.BuildUser != release.ReproducibleUser || !s.Date.Equal(s.Committed):
 		return fmt.Errorf("-push %s: SOURCE_DATE_EPOCH=%q is not the commit's time, %d: a release is stamped with it, SOURCE_DATE_EPOCH=$(git log -1 --format=%%ct), so that a rebuild of the commit is the same image", push, os.Getenv("SOURCE_DATE_EPOCH"), s.Committed.Unix())
+	}
+	if err := checkGo(src); err != nil {
+		return fmt.Errorf("-push %s: %w", push, err)
+	}
+	return nil
+}
+
+// goVersionFile names the one Go release the tests run with and a release is built with
+// (the workflows' go-version-file).
+const goVersionFile = ".go-version"
+
+// checkGo fails unless the Go that builds the tree at src, as GOTOOLCHAIN and go.mod
+// select it, is the release goVersionFile names.
+func checkGo(src string) error {
+	pin, err := os.ReadFile(filepath.Join(src, goVersionFile))
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command("go", "env", "GOVERSION")
+	cmd.Dir = src
+	out, err := cmd.Output()
+	if err != nil {
+		return fmt.Errorf("go env GOVERSION: %w", err)
+	}
+	want := "go" + strings.TrimSpace(string(pin))
+	if got := strings.TrimSpace(string(out)); got != want {
+		return fmt.Errorf("the build's Go is %s, not %s, the release %s names: another Go compiles another binary, which a rebuild of the commit does not make again (GOTOOLCHAIN=%s selects it)", got, want, goVersionFile, want)
 	}
 	return nil
 }

@@ -412,15 +412,16 @@ func readLayout(t *testing.T, dir string) (v1.ImageIndex, *v1.IndexManifest) {
 // gives it.
 const commitTime = "1772368496"
 
-// gitRepo makes a git repository holding VERSION 1.2.3 and a main.go, committed at
-// commitTime. It is no module: a run that gets past its checks fails at its build.
-func gitRepo(t *testing.T) string {
+// gitRepo makes a git repository holding VERSION 1.2.3, a main.go and the .go-version
+// goVersion (without its "go"), committed at commitTime. It is no module: a run that gets
+// past its checks fails at its build.
+func gitRepo(t *testing.T, goVersion string) string {
 	t.Helper()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("no git")
 	}
 	dir := t.TempDir()
-	for name, body := range map[string]string{"VERSION": "1.2.3\n", "main.go": "package main\n\nfunc main() {}\n"} {
+	for name, body := range map[string]string{"VERSION": "1.2.3\n", "main.go": "package main\n\nfunc main() {}\n", ".go-version": goVersion + "\n"} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -440,7 +441,7 @@ func gitRepo(t *testing.T) string {
 // image would be published as the release while no commit makes it again. A push of the
 // same tree elsewhere (a user's registry, patches of their own) goes on.
 func TestRunRefusesModifiedRelease(t *testing.T) {
-	dir := gitRepo(t)
+	dir := gitRepo(t, goVersion(t))
 	if err := os.WriteFile(filepath.Join(dir, "extra.go"), []byte("package main\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -463,30 +464,44 @@ func TestRunRefusesModifiedRelease(t *testing.T) {
 	}
 }
 
+// goVersion is the Go release that builds here, as .go-version names it.
+func goVersion(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("go", "env", "GOVERSION").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimPrefix(strings.TrimSpace(string(out)), "go")
+}
+
 // TestRunRefusesMistakenRelease: a push to the release's repository that would publish
 // what the release is not fails before building, naming the mistake: a tag other than
 // the VERSION file's (the chart and the kustomize base pull that one, so they would pull
-// an image that is not there, or an old one), or a stamp another build of the commit
+// an image that is not there, or an old one), or a build another build of the commit
 // does not make again (SOURCE_DATE_EPOCH unset: the date of the build and the builder's
-// user@host; or not the commit's time). Elsewhere the same pushes go on.
+// user@host; or not the commit's time; a Go other than .go-version's). Elsewhere the same
+// pushes go on.
 func TestRunRefusesMistakenRelease(t *testing.T) {
-	dir := gitRepo(t)
+	pinned := gitRepo(t, goVersion(t))
+	otherGo := gitRepo(t, "1.25.0")
 	for _, c := range []struct {
-		name, push, epoch string
-		refused           string // what the error names; "" when the push goes on
+		name, src, push, epoch string
+		refused                string // what the error names; "" when the push goes on
 	}{
-		{"the release", release.Repository + ":1.2.3", commitTime, ""},
-		{"the git tag's v", release.Repository + ":v1.2.3", commitTime, "1.2.3"},
-		{"another version", release.Repository + ":1.2.4", commitTime, "1.2.3"},
-		{"no tag", release.Repository, commitTime, "1.2.3"},
-		{"a digest", release.Repository + "@sha256:" + strings.Repeat("0", 64), commitTime, "1.2.3"},
-		{"no SOURCE_DATE_EPOCH", release.Repository + ":1.2.3", "", "SOURCE_DATE_EPOCH"},
-		{"SOURCE_DATE_EPOCH not the commit's", release.Repository + ":1.2.3", "1772368497", "SOURCE_DATE_EPOCH"},
-		{"another registry, another tag", "registry.example.com/logwindow_exporter:v1.2.3", "", ""},
+		{"the release", pinned, release.Repository + ":1.2.3", commitTime, ""},
+		{"the git tag's v", pinned, release.Repository + ":v1.2.3", commitTime, "1.2.3"},
+		{"another version", pinned, release.Repository + ":1.2.4", commitTime, "1.2.3"},
+		{"no tag", pinned, release.Repository, commitTime, "1.2.3"},
+		{"a digest", pinned, release.Repository + "@sha256:" + strings.Repeat("0", 64), commitTime, "1.2.3"},
+		{"no SOURCE_DATE_EPOCH", pinned, release.Repository + ":1.2.3", "", "SOURCE_DATE_EPOCH"},
+		{"SOURCE_DATE_EPOCH not the commit's", pinned, release.Repository + ":1.2.3", "1772368497", "SOURCE_DATE_EPOCH"},
+		{"another Go", otherGo, release.Repository + ":1.2.3", commitTime, "go1.25.0"},
+		{"another registry, another tag", pinned, "registry.example.com/logwindow_exporter:v1.2.3", "", ""},
+		{"another registry, another Go", otherGo, "registry.example.com/logwindow_exporter:1.2.3", commitTime, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Setenv("SOURCE_DATE_EPOCH", c.epoch)
-			err := run([]string{"-src", dir, "-push", c.push}, io.Discard, io.Discard)
+			err := run([]string{"-src", c.src, "-push", c.push}, io.Discard, io.Discard)
 			// A push that goes on fails at the build, whose error is go build's.
 			refused := err != nil && strings.HasPrefix(err.Error(), "-push ")
 			switch {
