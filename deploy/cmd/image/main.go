@@ -227,8 +227,10 @@ func run(args []string, stdout, stderr io.Writer) error {
 // appVersion and the kustomize base pull (the git tag's "v0.1.0" is not it); a stamp
 // without SOURCE_DATE_EPOCH, or with another time than the commit's, which a rebuild of
 // the commit by the documented command does not make again; a Go other than the one
-// .go-version pins, which compiles another binary. A push elsewhere (a user's registry,
-// with patches of their own) goes on, a modified tree stamped -modified.
+// .go-version pins, which compiles another binary; a commit the tag v<VERSION> does not
+// name, whose image would replace the release's with one no rebuild of the tag makes. A
+// push elsewhere (a user's registry, with patches of their own) goes on, a modified tree
+// stamped -modified.
 func checkPublishable(push name.Reference, s release.Stamp, src string) error {
 	if push == nil || push.Context().Name() != release.Repository {
 		return nil
@@ -243,6 +245,15 @@ func checkPublishable(push name.Reference, s release.Stamp, src string) error {
 	}
 	if err := checkGo(src); err != nil {
 		return fmt.Errorf("-push %s: %w", push, err)
+	}
+	cmd := exec.Command("git", "tag", "--points-at", "HEAD")
+	cmd.Dir = src
+	tags, err := cmd.Output()
+	if err != nil {
+		return fmt.Errorf("-push %s: git tag --points-at HEAD: %w", push, err)
+	}
+	if tag := "v" + s.Version; !slices.Contains(strings.Fields(string(tags)), tag) {
+		return fmt.Errorf("-push %s: the commit is not the release's tag %s (its tags: %q): a release is published from its tag, whose rebuild must make the same image", push, tag, strings.Fields(string(tags)))
 	}
 	return nil
 }

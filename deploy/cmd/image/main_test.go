@@ -413,9 +413,9 @@ func readLayout(t *testing.T, dir string) (v1.ImageIndex, *v1.IndexManifest) {
 const commitTime = "1772368496"
 
 // gitRepo makes a git repository holding VERSION 1.2.3, a main.go and the .go-version
-// goVersion (without its "go"), committed at commitTime. It is no module: a run that gets
-// past its checks fails at its build.
-func gitRepo(t *testing.T, goVersion string) string {
+// goVersion (without its "go"), committed at commitTime and tagged tag (none if empty). It
+// is no module: a run that gets past its checks fails at its build.
+func gitRepo(t *testing.T, goVersion, tag string) string {
 	t.Helper()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("no git")
@@ -426,7 +426,11 @@ func gitRepo(t *testing.T, goVersion string) string {
 			t.Fatal(err)
 		}
 	}
-	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "."}, {"-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "x"}} {
+	commands := [][]string{{"init", "-q", "-b", "main"}, {"add", "."}, {"-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "x"}}
+	if tag != "" {
+		commands = append(commands, []string{"tag", tag})
+	}
+	for _, args := range commands {
 		cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
 		cmd.Env = append(os.Environ(), "GIT_COMMITTER_DATE=@"+commitTime+" +0000")
 		if out, err := cmd.CombinedOutput(); err != nil {
@@ -441,7 +445,7 @@ func gitRepo(t *testing.T, goVersion string) string {
 // image would be published as the release while no commit makes it again. A push of the
 // same tree elsewhere (a user's registry, patches of their own) goes on.
 func TestRunRefusesModifiedRelease(t *testing.T) {
-	dir := gitRepo(t, goVersion(t))
+	dir := gitRepo(t, goVersion(t), "v1.2.3")
 	if err := os.WriteFile(filepath.Join(dir, "extra.go"), []byte("package main\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -479,11 +483,14 @@ func goVersion(t *testing.T) string {
 // the VERSION file's (the chart and the kustomize base pull that one, so they would pull
 // an image that is not there, or an old one), or a build another build of the commit
 // does not make again (SOURCE_DATE_EPOCH unset: the date of the build and the builder's
-// user@host; or not the commit's time; a Go other than .go-version's). Elsewhere the same
-// pushes go on.
+// user@host; or not the commit's time; a Go other than .go-version's), or a commit that
+// is not the release's tag v<VERSION> (it would replace the tag's image with one a
+// rebuild of the tag does not make). Elsewhere the same pushes go on.
 func TestRunRefusesMistakenRelease(t *testing.T) {
-	pinned := gitRepo(t, goVersion(t))
-	otherGo := gitRepo(t, "1.25.0")
+	pinned := gitRepo(t, goVersion(t), "v1.2.3")
+	otherGo := gitRepo(t, "1.25.0", "v1.2.3")
+	untagged := gitRepo(t, goVersion(t), "")
+	otherTag := gitRepo(t, goVersion(t), "v1.2.4")
 	for _, c := range []struct {
 		name, src, push, epoch string
 		refused                string // what the error names; "" when the push goes on
@@ -496,6 +503,9 @@ func TestRunRefusesMistakenRelease(t *testing.T) {
 		{"no SOURCE_DATE_EPOCH", pinned, release.Repository + ":1.2.3", "", "SOURCE_DATE_EPOCH"},
 		{"SOURCE_DATE_EPOCH not the commit's", pinned, release.Repository + ":1.2.3", "1772368497", "SOURCE_DATE_EPOCH"},
 		{"another Go", otherGo, release.Repository + ":1.2.3", commitTime, "go1.25.0"},
+		{"an untagged commit", untagged, release.Repository + ":1.2.3", commitTime, "v1.2.3"},
+		{"a commit of another tag", otherTag, release.Repository + ":1.2.3", commitTime, "v1.2.3"},
+		{"another registry, untagged", untagged, "registry.example.com/logwindow_exporter:1.2.3", commitTime, ""},
 		{"another registry, another tag", pinned, "registry.example.com/logwindow_exporter:v1.2.3", "", ""},
 		{"another registry, another Go", otherGo, "registry.example.com/logwindow_exporter:1.2.3", commitTime, ""},
 	} {
