@@ -412,32 +412,54 @@ func readLayout(t *testing.T, dir string) (v1.ImageIndex, *v1.IndexManifest) {
 // gives it.
 const commitTime = "1772368496"
 
-// gitRepo makes a git repository holding VERSION 1.2.3, a main.go and the .go-version
-// goVersion (without its "go"), committed at commitTime and tagged tag (none if empty). It
-// is no module: a run that gets past its checks fails at its build.
-func gitRepo(t *testing.T, goVersion, tag string) string {
+// gitRepo makes a git repository holding VERSION 1.2.3, a main.go, the .go-version
+// goVersion (without its "go") and files (by path), committed at commitTime and tagged tag
+// (none if empty). Without a go.mod in files it is no module: a run that gets past its
+// checks fails at its build.
+func gitRepo(t *testing.T, goVersion, tag string, files map[string]string) string {
 	t.Helper()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("no git")
 	}
 	dir := t.TempDir()
-	for name, body := range map[string]string{"VERSION": "1.2.3\n", "main.go": "package main\n\nfunc main() {}\n", ".go-version": goVersion + "\n"} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+	all := map[string]string{"VERSION": "1.2.3\n", "main.go": "package main\n\nfunc main() {}\n", ".go-version": goVersion + "\n"}
+	maps.Copy(all, files)
+	for name, body := range all {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	commands := [][]string{{"init", "-q", "-b", "main"}, {"add", "."}, {"-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "x"}}
+	git(t, dir, "init", "-q", "-b", "main")
+	git(t, dir, "add", ".")
+	commit(t, dir)
 	if tag != "" {
-		commands = append(commands, []string{"tag", tag})
-	}
-	for _, args := range commands {
-		cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
-		cmd.Env = append(os.Environ(), "GIT_COMMITTER_DATE=@"+commitTime+" +0000")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %q: %v\n%s", args, err, out)
-		}
+		git(t, dir, "tag", tag)
 	}
 	return dir
+}
+
+// git runs git in dir, its commits dated commitTime, and returns its output.
+func git(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
+	cmd.Env = append(os.Environ(), "GIT_COMMITTER_DATE=@"+commitTime+" +0000")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("git %q: %v\n%s", args, err, stderr.Bytes())
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// commit commits what dir's index holds, or nothing.
+func commit(t *testing.T, dir string) {
+	t.Helper()
+	git(t, dir, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "--allow-empty", "-m", "x")
 }
 
 // TestRunRefusesModifiedRelease: pushing to the release's repository from a tree with
@@ -445,7 +467,7 @@ func gitRepo(t *testing.T, goVersion, tag string) string {
 // image would be published as the release while no commit makes it again. A push of the
 // same tree elsewhere (a user's registry, patches of their own) goes on.
 func TestRunRefusesModifiedRelease(t *testing.T) {
-	dir := gitRepo(t, goVersion(t), "v1.2.3")
+	dir := gitRepo(t, goVersion(t), "v1.2.3", nil)
 	if err := os.WriteFile(filepath.Join(dir, "extra.go"), []byte("package main\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -487,10 +509,12 @@ func goVersion(t *testing.T) string {
 // is not the release's tag v<VERSION> (it would replace the tag's image with one a
 // rebuild of the tag does not make). Elsewhere the same pushes go on.
 func TestRunRefusesMistakenRelease(t *testing.T) {
-	pinned := gitRepo(t, goVersion(t), "v1.2.3")
-	otherGo := gitRepo(t, "1.25.0", "v1.2.3")
-	untagged := gitRepo(t, goVersion(t), "")
-	otherTag := gitRepo(t, goVersion(t), "v1.2.4")
+	pinned := gitRepo(t, goVersion(t), "v1.2.3", nil)
+	otherGo := gitRepo(t, "1.25.0", "v1.2.3", nil)
+	untagged := gitRepo(t, goVersion(t), "", nil)
+	otherTag := gitRepo(t, goVersion(t), "v1.2.4", nil)
+	afterTag := gitRepo(t, goVersion(t), "v1.2.3", nil)
+	commit(t, afterTag)
 	for _, c := range []struct {
 		name, src, push, epoch string
 		refused                string // what the error names; "" when the push goes on
@@ -505,6 +529,7 @@ func TestRunRefusesMistakenRelease(t *testing.T) {
 		{"another Go", otherGo, release.Repository + ":1.2.3", commitTime, "go1.25.0"},
 		{"an untagged commit", untagged, release.Repository + ":1.2.3", commitTime, "v1.2.3"},
 		{"a commit of another tag", otherTag, release.Repository + ":1.2.3", commitTime, "v1.2.3"},
+		{"a commit after the tag", afterTag, release.Repository + ":1.2.3", commitTime, "v1.2.3"},
 		{"another registry, untagged", untagged, "registry.example.com/logwindow_exporter:1.2.3", commitTime, ""},
 		{"another registry, another tag", pinned, "registry.example.com/logwindow_exporter:v1.2.3", "", ""},
 		{"another registry, another Go", otherGo, "registry.example.com/logwindow_exporter:1.2.3", commitTime, ""},
