@@ -273,6 +273,11 @@ func checkGo(src string) error {
 	cmd.Dir = src
 	out, err := cmd.Output()
 	if err != nil {
+		// Its stderr says why: a toolchain go.mod names that GOTOOLCHAIN cannot get.
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			err = fmt.Errorf("%w: %s", err, bytes.TrimSpace(ee.Stderr))
+		}
 		return fmt.Errorf("go env GOVERSION: %w", err)
 	}
 	want := "go" + strings.TrimSpace(string(pin))

@@ -509,12 +509,16 @@ func goVersion(t *testing.T) string {
 // is not the release's tag v<VERSION> (it would replace the tag's image with one a
 // rebuild of the tag does not make). Elsewhere the same pushes go on.
 func TestRunRefusesMistakenRelease(t *testing.T) {
+	// The Go a go.mod's toolchain line names is looked for on PATH, never downloaded.
+	t.Setenv("GOTOOLCHAIN", "local+path")
 	pinned := gitRepo(t, goVersion(t), "v1.2.3", nil)
 	otherGo := gitRepo(t, "1.25.0", "v1.2.3", nil)
 	untagged := gitRepo(t, goVersion(t), "", nil)
 	otherTag := gitRepo(t, goVersion(t), "v1.2.4", nil)
 	afterTag := gitRepo(t, goVersion(t), "v1.2.3", nil)
 	commit(t, afterTag)
+	// go.mod's toolchain line selects another Go than .go-version's, whatever runs the command.
+	toolchain := gitRepo(t, goVersion(t), "v1.2.3", map[string]string{"go.mod": "module example.com/x\n\ngo 1.26.0\n\ntoolchain go1.999.0\n"})
 	for _, c := range []struct {
 		name, src, push, epoch string
 		refused                string // what the error names; "" when the push goes on
@@ -530,6 +534,7 @@ func TestRunRefusesMistakenRelease(t *testing.T) {
 		{"an untagged commit", untagged, release.Repository + ":1.2.3", commitTime, "v1.2.3"},
 		{"a commit of another tag", otherTag, release.Repository + ":1.2.3", commitTime, "v1.2.3"},
 		{"a commit after the tag", afterTag, release.Repository + ":1.2.3", commitTime, "v1.2.3"},
+		{"go.mod's toolchain", toolchain, release.Repository + ":1.2.3", commitTime, "go1.999.0"},
 		{"another registry, untagged", untagged, "registry.example.com/logwindow_exporter:1.2.3", commitTime, ""},
 		{"another registry, another tag", pinned, "registry.example.com/logwindow_exporter:v1.2.3", "", ""},
 		{"another registry, another Go", otherGo, "registry.example.com/logwindow_exporter:1.2.3", commitTime, ""},
