@@ -23,6 +23,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+	"sigs.k8s.io/yaml"
 
 	"github.com/logwindow/logwindow_exporter/deploy/internal/release"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/deploytest"
@@ -551,5 +552,99 @@ func TestRunRefusesMistakenRelease(t *testing.T) {
 				t.Errorf("push to %s: %v; want it refused, naming %s", c.push, err, c.refused)
 			}
 		})
+	}
+}
+
+// TestReleaseWorkflowPasses runs release.yml's push as GitHub runs it on the tag
+// v<VERSION>: over actions/checkout's clone (one commit deep, the tag alone, fetched as
+// +<commit>:refs/tags/<tag>), with the GITHUB_ENV its Version step writes (VERSION,
+// SOURCE_DATE_EPOCH) and the workflow's env, the Image step's command, in its working
+// directory and with its arguments as bash expands them, gets past every check of a push
+// to the release's repository: a workflow that stamped no SOURCE_DATE_EPOCH, or pushed the
+// git tag's "v", would fail there, on the tag, after CI passed.
+func TestReleaseWorkflowPasses(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("no bash")
+	}
+	type step struct {
+		Name             string `json:"name"`
+		Run              string `json:"run"`
+		WorkingDirectory string `json:"working-directory"`
+	}
+	var w struct {
+		Env  map[string]string `json:"env"`
+		Jobs map[string]struct {
+			Steps []step `json:"steps"`
+		} `json:"jobs"`
+	}
+	text, err := os.ReadFile(filepath.Join(src, ".github/workflows/release.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(text, &w); err != nil {
+		t.Fatal(err)
+	}
+	steps := map[string]step{}
+	for _, j := range w.Jobs {
+		for _, s := range j.Steps {
+			steps[s.Name] = s
+		}
+	}
+	versionStep, imageStep := steps["Version"], steps["Image and binaries"]
+	if versionStep.Run == "" || imageStep.Run == "" {
+		t.Fatal(`release.yml has no step "Version" or "Image and binaries"`)
+	}
+
+	const tag = "v1.2.3"
+	origin := gitRepo(t, goVersion(t), tag, map[string]string{
+		"deploy/helm/logwindow-exporter/Chart.yaml": "version: 1.2.3\nappVersion: \"1.2.3\"\n",
+	})
+	checkout := t.TempDir()
+	git(t, checkout, "init", "-q")
+	git(t, checkout, "fetch", "-q", "--no-tags", "--depth=1", "file://"+origin, "+"+git(t, origin, "rev-parse", "HEAD")+":refs/tags/"+tag)
+	git(t, checkout, "checkout", "-q", "refs/tags/"+tag)
+
+	githubEnv := filepath.Join(t.TempDir(), "github.env")
+	cmd := exec.Command("bash", "-e", "-c", versionStep.Run)
+	cmd.Dir = checkout
+	cmd.Env = append(os.Environ(), "GITHUB_REF_NAME="+tag, "GITHUB_ENV="+githubEnv)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("step Version: %v\n%s", err, out)
+	}
+	env := maps.Clone(w.Env)
+	env["GITHUB_REF_NAME"] = tag
+	written, err := os.ReadFile(githubEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(written)), "\n") {
+		k, v, _ := strings.Cut(line, "=")
+		env[k] = v
+	}
+
+	// The step's go, a function printing its arguments, one per NUL.
+	dir := filepath.Join(checkout, imageStep.WorkingDirectory)
+	cmd = exec.Command("bash", "-e", "-c", "go() { printf '%s\\0' \"$@\"; }\n"+imageStep.Run)
+	cmd.Dir = dir
+	cmd.Env = os.Environ()
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("step Image and binaries: %v", err)
+	}
+	args := strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
+	if len(args) < 2 || args[0] != "run" || args[1] != "./cmd/image" {
+		t.Fatalf("step Image and binaries runs go %q, want go run ./cmd/image", args)
+	}
+
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	t.Chdir(dir)
+	// The checkout is no module: a run that gets past the checks fails at its build.
+	if err := run(args[2:], io.Discard, io.Discard); err == nil || !strings.HasPrefix(err.Error(), "go build ") {
+		t.Errorf("go %q: %v; want it past the checks, failing at the build", args, err)
 	}
 }
