@@ -253,7 +253,7 @@ func checkPublishable(push name.Reference, s release.Stamp, src string) error {
 		return fmt.Errorf("-push %s: git tag --points-at HEAD: %w", push, err)
 	}
 	if tag := "v" + s.Version; !slices.Contains(strings.Fields(string(tags)), tag) {
-		return fmt.Errorf("-push %s: the commit is not the release's tag %s (its tags: %q): a release is published from its tag, whose rebuild must make the same image", push, tag, strings.Fields(string(tags)))
+		return fmt.Errorf("-push %s: the commit is not the release's tag %s (its tags: %q): a release is published from its tag, whose rebuild must make the same image; check the tag out (git checkout %s), or tag this commit if it is the release (git tag %s)", push, tag, strings.Fields(string(tags)), tag, tag)
 	}
 	return nil
 }
