@@ -9,7 +9,7 @@
 //	cd deploy && go run ./cmd/image -o ../dist/oci            # OCI image layout
 //	cd deploy && go run ./cmd/image -format docker -o ../dist/image.tar
 //	cd deploy && go run ./cmd/image -o ../dist/oci -binary ../dist/logwindow_exporter  # and the binary
-//	cd deploy && go run ./cmd/image -platforms linux/amd64,linux/arm64 -push ghcr.io/logwindow/logwindow_exporter:0.1.0
+//	cd deploy && SOURCE_DATE_EPOCH=$(git log -1 --format=%ct) go run ./cmd/image -platforms linux/amd64,linux/arm64 -push ghcr.io/logwindow/logwindow_exporter:0.1.0
 //
 // -dist writes the release binaries of a release beside it, the same files the image holds
 // (and any other platform -dist-platforms names, darwin's among them).
@@ -152,7 +152,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := checkPublishable(o.push, stamp); err != nil {
+	if err := checkPublishable(o.push, stamp, o.src); err != nil {
 		return err
 	}
 	ref, err := reference(stamp)
@@ -221,15 +221,70 @@ func run(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// checkPublishable refuses to push to the release's repository an image of a tree with
-// changes no commit holds: it would be published as the release while no commit makes it
-// again. A push elsewhere (a user's registry, with patches of their own) is stamped
-// -modified and goes on.
-func checkPublishable(push name.Reference, s release.Stamp) error {
-	if push == nil || push.Context().Name() != release.Repository || !strings.HasSuffix(s.Revision, "-modified") {
+// checkPublishable refuses a push to the release's repository of what the release cannot
+// be: an image of a tree with changes no commit holds (published as the release while no
+// commit makes it again); a tag other than the VERSION file's, the one the chart's
+// appVersion and the kustomize base pull (the git tag's "v0.1.0" is not it); a stamp
+// without SOURCE_DATE_EPOCH, or with another time than the commit's, which a rebuild of
+// the commit by the documented command does not make again; a Go other than the one
+// .go-version pins, which compiles another binary; a commit the tag v<VERSION> does not
+// name, whose image would replace the release's with one no rebuild of the tag makes. A
+// push elsewhere (a user's registry, with patches of their own) goes on, a modified tree
+// stamped -modified.
+func checkPublishable(push name.Reference, s release.Stamp, src string) error {
+	if push == nil || push.Context().Name() != release.Repository {
 		return nil
 	}
-	return fmt.Errorf("-push %s: the source tree has uncommitted changes or files git neither tracks nor ignores (git status): a release is built from its commit alone; commit or remove them, or push to a repository of yours", push)
+	switch {
+	case strings.HasSuffix(s.Revision, "-modified"):
+		return fmt.Errorf("-push %s: the source tree has uncommitted changes or files git neither tracks nor ignores (git status): a release is built from its commit alone; commit or remove them, or push to a repository of yours", push)
+	case push.Identifier() != s.Version:
+		return fmt.Errorf("-push %s: a release's image is tagged %s, the VERSION file's version, which the chart (appVersion) and the kustomize base pull: -push %s:%s", push, s.Version, release.Repository, s.Version)
+	case s.BuildUser != release.ReproducibleUser || !s.Date.Equal(s.Committed):
+		return fmt.Errorf("-push %s: SOURCE_DATE_EPOCH=%q is not the commit's time, %d: a release is stamped with it, SOURCE_DATE_EPOCH=$(git log -1 --format=%%ct), so that a rebuild of the commit is the same image", push, os.Getenv("SOURCE_DATE_EPOCH"), s.Committed.Unix())
+	}
+	if err := checkGo(src); err != nil {
+		return fmt.Errorf("-push %s: %w", push, err)
+	}
+	cmd := exec.Command("git", "tag", "--points-at", "HEAD")
+	cmd.Dir = src
+	tags, err := cmd.Output()
+	if err != nil {
+		return fmt.Errorf("-push %s: git tag --points-at HEAD: %w", push, err)
+	}
+	if tag := "v" + s.Version; !slices.Contains(strings.Fields(string(tags)), tag) {
+		return fmt.Errorf("-push %s: the commit is not the release's tag %s (its tags: %q): a release is published from its tag, whose rebuild must make the same image; check the tag out (git checkout %s), or tag this commit if it is the release (git tag %s)", push, tag, strings.Fields(string(tags)), tag, tag)
+	}
+	return nil
+}
+
+// goVersionFile names the one Go release the tests run with and a release is built with
+// (the workflows' go-version-file).
+const goVersionFile = ".go-version"
+
+// checkGo fails unless the Go that builds the tree at src, as GOTOOLCHAIN and go.mod
+// select it, is the release goVersionFile names.
+func checkGo(src string) error {
+	pin, err := os.ReadFile(filepath.Join(src, goVersionFile))
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command("go", "env", "GOVERSION")
+	cmd.Dir = src
+	out, err := cmd.Output()
+	if err != nil {
+		// Its stderr says why: a toolchain go.mod names that GOTOOLCHAIN cannot get.
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			err = fmt.Errorf("%w: %s", err, bytes.TrimSpace(ee.Stderr))
+		}
+		return fmt.Errorf("go env GOVERSION: %w", err)
+	}
+	want := "go" + strings.TrimSpace(string(pin))
+	if got := strings.TrimSpace(string(out)); got != want {
+		return fmt.Errorf("the build's Go is %s, not %s, the release %s names: another Go compiles another binary, which a rebuild of the commit does not make again (GOTOOLCHAIN=%s selects it)", got, want, goVersionFile, want)
+	}
+	return nil
 }
 
 // platform is a GOOS/GOARCH a binary is built for.

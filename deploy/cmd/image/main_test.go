@@ -23,6 +23,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+	"sigs.k8s.io/yaml"
 
 	"github.com/logwindow/logwindow_exporter/deploy/internal/release"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/deploytest"
@@ -408,28 +409,70 @@ func readLayout(t *testing.T, dir string) (v1.ImageIndex, *v1.IndexManifest) {
 	return idx, im
 }
 
+// commitTime is the committer date of the commits gitRepo makes, as SOURCE_DATE_EPOCH
+// gives it.
+const commitTime = "1772368496"
+
+// gitRepo makes a git repository holding VERSION 1.2.3, a main.go, the .go-version
+// goVersion (without its "go") and files (by path), committed at commitTime and tagged tag
+// (none if empty). Without a go.mod in files it is no module: a run that gets past its
+// checks fails at its build.
+func gitRepo(t *testing.T, goVersion, tag string, files map[string]string) string {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	dir := t.TempDir()
+	all := map[string]string{"VERSION": "1.2.3\n", "main.go": "package main\n\nfunc main() {}\n", ".go-version": goVersion + "\n"}
+	maps.Copy(all, files)
+	for name, body := range all {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	git(t, dir, "init", "-q", "-b", "main")
+	git(t, dir, "add", ".")
+	commit(t, dir)
+	if tag != "" {
+		git(t, dir, "tag", tag)
+	}
+	return dir
+}
+
+// git runs git in dir, its commits dated commitTime, and returns its output.
+func git(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
+	cmd.Env = append(os.Environ(), "GIT_COMMITTER_DATE=@"+commitTime+" +0000")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("git %q: %v\n%s", args, err, stderr.Bytes())
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// commit commits what dir's index holds, or nothing.
+func commit(t *testing.T, dir string) {
+	t.Helper()
+	git(t, dir, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "--allow-empty", "-m", "x")
+}
+
 // TestRunRefusesModifiedRelease: pushing to the release's repository from a tree with
 // changes no commit holds fails, before the minutes of building, naming them: such an
 // image would be published as the release while no commit makes it again. A push of the
 // same tree elsewhere (a user's registry, patches of their own) goes on.
 func TestRunRefusesModifiedRelease(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("no git")
-	}
-	dir := t.TempDir()
-	for name, body := range map[string]string{"VERSION": "1.2.3\n", "main.go": "package main\n\nfunc main() {}\n"} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "."}, {"-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "x"}} {
-		if out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput(); err != nil {
-			t.Fatalf("git %q: %v\n%s", args, err, out)
-		}
-	}
+	dir := gitRepo(t, goVersion(t), "v1.2.3", nil)
 	if err := os.WriteFile(filepath.Join(dir, "extra.go"), []byte("package main\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	t.Setenv("SOURCE_DATE_EPOCH", commitTime)
 	for _, c := range []struct {
 		push    string
 		refused bool
@@ -445,5 +488,163 @@ func TestRunRefusesModifiedRelease(t *testing.T) {
 				t.Errorf("push to %s from a modified tree: %v; want refused %v", c.push, err, c.refused)
 			}
 		})
+	}
+}
+
+// goVersion is the Go release that builds here, as .go-version names it.
+func goVersion(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("go", "env", "GOVERSION").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimPrefix(strings.TrimSpace(string(out)), "go")
+}
+
+// TestRunRefusesMistakenRelease: a push to the release's repository that would publish
+// what the release is not fails before building, naming the mistake: a tag other than
+// the VERSION file's (the chart and the kustomize base pull that one, so they would pull
+// an image that is not there, or an old one), or a build another build of the commit
+// does not make again (SOURCE_DATE_EPOCH unset: the date of the build and the builder's
+// user@host; or not the commit's time; a Go other than .go-version's), or a commit that
+// is not the release's tag v<VERSION> (it would replace the tag's image with one a
+// rebuild of the tag does not make). Elsewhere the same pushes go on.
+func TestRunRefusesMistakenRelease(t *testing.T) {
+	// The Go a go.mod's toolchain line names is looked for on PATH, never downloaded.
+	t.Setenv("GOTOOLCHAIN", "local+path")
+	pinned := gitRepo(t, goVersion(t), "v1.2.3", nil)
+	otherGo := gitRepo(t, "1.25.0", "v1.2.3", nil)
+	untagged := gitRepo(t, goVersion(t), "", nil)
+	otherTag := gitRepo(t, goVersion(t), "v1.2.4", nil)
+	afterTag := gitRepo(t, goVersion(t), "v1.2.3", nil)
+	commit(t, afterTag)
+	// go.mod's toolchain line selects another Go than .go-version's, whatever runs the command.
+	toolchain := gitRepo(t, goVersion(t), "v1.2.3", map[string]string{"go.mod": "module example.com/x\n\ngo 1.26.0\n\ntoolchain go1.999.0\n"})
+	for _, c := range []struct {
+		name, src, push, epoch string
+		refused                string // what the error names; "" when the push goes on
+	}{
+		{"the release", pinned, release.Repository + ":1.2.3", commitTime, ""},
+		{"the git tag's v", pinned, release.Repository + ":v1.2.3", commitTime, "1.2.3"},
+		{"another version", pinned, release.Repository + ":1.2.4", commitTime, "1.2.3"},
+		{"no tag", pinned, release.Repository, commitTime, "1.2.3"},
+		{"a digest", pinned, release.Repository + "@sha256:" + strings.Repeat("0", 64), commitTime, "1.2.3"},
+		{"no SOURCE_DATE_EPOCH", pinned, release.Repository + ":1.2.3", "", "SOURCE_DATE_EPOCH"},
+		{"SOURCE_DATE_EPOCH not the commit's", pinned, release.Repository + ":1.2.3", "1772368497", "SOURCE_DATE_EPOCH"},
+		{"another Go", otherGo, release.Repository + ":1.2.3", commitTime, "go1.25.0"},
+		{"an untagged commit", untagged, release.Repository + ":1.2.3", commitTime, "git checkout v1.2.3"},
+		{"a commit of another tag", otherTag, release.Repository + ":1.2.3", commitTime, "git checkout v1.2.3"},
+		{"a commit after the tag", afterTag, release.Repository + ":1.2.3", commitTime, "git checkout v1.2.3"},
+		{"go.mod's toolchain", toolchain, release.Repository + ":1.2.3", commitTime, "go1.999.0"},
+		{"another registry, untagged", untagged, "registry.example.com/logwindow_exporter:1.2.3", commitTime, ""},
+		{"another registry, another tag", pinned, "registry.example.com/logwindow_exporter:v1.2.3", "", ""},
+		{"another registry, another Go", otherGo, "registry.example.com/logwindow_exporter:1.2.3", commitTime, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv("SOURCE_DATE_EPOCH", c.epoch)
+			err := run([]string{"-src", c.src, "-push", c.push}, io.Discard, io.Discard)
+			// A push that goes on fails at the build, whose error is go build's.
+			refused := err != nil && strings.HasPrefix(err.Error(), "-push ")
+			switch {
+			case c.refused == "" && refused:
+				t.Errorf("push to %s refused: %v", c.push, err)
+			case c.refused != "" && (!refused || !strings.Contains(err.Error(), c.refused)):
+				t.Errorf("push to %s: %v; want it refused, naming %s", c.push, err, c.refused)
+			}
+		})
+	}
+}
+
+// TestReleaseWorkflowPasses runs release.yml's push as GitHub runs it on the tag
+// v<VERSION>: over actions/checkout's clone (one commit deep, the tag alone, fetched as
+// +<commit>:refs/tags/<tag>), with the GITHUB_ENV its Version step writes (VERSION,
+// SOURCE_DATE_EPOCH) and the workflow's env, the Image step's command, in its working
+// directory and with its arguments as bash expands them, gets past every check of a push
+// to the release's repository: a workflow that stamped no SOURCE_DATE_EPOCH, or pushed the
+// git tag's "v", would fail there, on the tag, after CI passed.
+func TestReleaseWorkflowPasses(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("no bash")
+	}
+	type step struct {
+		Name             string `json:"name"`
+		Run              string `json:"run"`
+		WorkingDirectory string `json:"working-directory"`
+	}
+	var w struct {
+		Env  map[string]string `json:"env"`
+		Jobs map[string]struct {
+			Steps []step `json:"steps"`
+		} `json:"jobs"`
+	}
+	text, err := os.ReadFile(filepath.Join(src, ".github/workflows/release.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(text, &w); err != nil {
+		t.Fatal(err)
+	}
+	steps := map[string]step{}
+	for _, j := range w.Jobs {
+		for _, s := range j.Steps {
+			steps[s.Name] = s
+		}
+	}
+	versionStep, imageStep := steps["Version"], steps["Image and binaries"]
+	if versionStep.Run == "" || imageStep.Run == "" {
+		t.Fatal(`release.yml has no step "Version" or "Image and binaries"`)
+	}
+
+	const tag = "v1.2.3"
+	origin := gitRepo(t, goVersion(t), tag, map[string]string{
+		"deploy/helm/logwindow-exporter/Chart.yaml": "version: 1.2.3\nappVersion: \"1.2.3\"\n",
+	})
+	checkout := t.TempDir()
+	git(t, checkout, "init", "-q")
+	git(t, checkout, "fetch", "-q", "--no-tags", "--depth=1", "file://"+origin, "+"+git(t, origin, "rev-parse", "HEAD")+":refs/tags/"+tag)
+	git(t, checkout, "checkout", "-q", "refs/tags/"+tag)
+
+	githubEnv := filepath.Join(t.TempDir(), "github.env")
+	cmd := exec.Command("bash", "-e", "-c", versionStep.Run)
+	cmd.Dir = checkout
+	cmd.Env = append(os.Environ(), "GITHUB_REF_NAME="+tag, "GITHUB_ENV="+githubEnv)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("step Version: %v\n%s", err, out)
+	}
+	env := maps.Clone(w.Env)
+	env["GITHUB_REF_NAME"] = tag
+	written, err := os.ReadFile(githubEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(written)), "\n") {
+		k, v, _ := strings.Cut(line, "=")
+		env[k] = v
+	}
+
+	// The step's go, a function printing its arguments, one per NUL.
+	dir := filepath.Join(checkout, imageStep.WorkingDirectory)
+	cmd = exec.Command("bash", "-e", "-c", "go() { printf '%s\\0' \"$@\"; }\n"+imageStep.Run)
+	cmd.Dir = dir
+	cmd.Env = os.Environ()
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("step Image and binaries: %v", err)
+	}
+	args := strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
+	if len(args) < 2 || args[0] != "run" || args[1] != "./cmd/image" {
+		t.Fatalf("step Image and binaries runs go %q, want go run ./cmd/image", args)
+	}
+
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	t.Chdir(dir)
+	// The checkout is no module: a run that gets past the checks fails at its build.
+	if err := run(args[2:], io.Discard, io.Discard); err == nil || !strings.HasPrefix(err.Error(), "go build ") {
+		t.Errorf("go %q: %v; want it past the checks, failing at the build", args, err)
 	}
 }

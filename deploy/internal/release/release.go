@@ -67,6 +67,10 @@ type Stamp struct {
 	Branch    string
 	BuildUser string // user@host, as promu writes it
 	Date      time.Time
+	// Committed is the commit's time (git's committer date), the SOURCE_DATE_EPOCH a
+	// release is built with: not stamped, but a release whose Date is another cannot be
+	// built again by the documented command.
+	Committed time.Time
 }
 
 // vars are the prometheus/common/version variables of a stamp, by name, as -ldflags -X
@@ -139,6 +143,15 @@ func FromRepo(root string, now time.Time) (Stamp, error) {
 	if s.Revision, err = git("rev-parse", "HEAD"); err != nil {
 		return Stamp{}, err
 	}
+	ct, err := git("log", "-1", "--format=%ct")
+	if err != nil {
+		return Stamp{}, err
+	}
+	sec, err := strconv.ParseInt(ct, 10, 64)
+	if err != nil {
+		return Stamp{}, fmt.Errorf("git log -1 --format=%%ct: %q: %w", ct, err)
+	}
+	s.Committed = time.Unix(sec, 0).UTC()
 	if s.Branch == "" {
 		if s.Branch, err = git("rev-parse", "--abbrev-ref", "HEAD"); err != nil {
 			return Stamp{}, err
