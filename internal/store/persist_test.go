@@ -77,7 +77,6 @@ const cut = 1_000_000
 // snapshot is taken with what was encoded ahead.
 func encodeSet(t *testing.T, set *store.Set, ahead bool, between func()) *storage.Snapshot {
 	t.Helper()
-	dir := t.TempDir()
 	var prev *store.Encoded
 	if ahead {
 		prev = storetest.Must(set.EncodeAhead())
@@ -87,14 +86,7 @@ func encodeSet(t *testing.T, set *store.Set, ahead bool, between func()) *storag
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := storage.Write(dir, func(w *storage.Writer) error { return enc.Write(w, cut) }); err != nil {
-		t.Fatal(err)
-	}
-	snap, err := storage.Read(dir, 1<<30)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return snap
+	return written(t, enc)
 }
 
 // quantilesOf reads the quantile sketches of every series of rule i at now.

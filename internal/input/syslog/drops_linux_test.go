@@ -115,14 +115,7 @@ func TestKernelDropsShownWithTheirDatagram(t *testing.T) {
 				mu.Unlock()
 			}}, func(string, []byte) {})
 			listener.Store(l)
-			setReceiveBuffer(t, l.conn, 4096)
-			addr := l.conn.LocalAddr()
-			sendNonBlocking(t, addr, 1)
-			if _, ok := await.Receive(t, entered); !ok {
-				t.Fatal("the first datagram was never received")
-			}
-			failed := sendNonBlocking(t, addr, burst)
-			close(release)
+			addr, failed := burstBehind(t, l, entered, release, burst)
 			seen := func() int {
 				mu.Lock()
 				defer mu.Unlock()
@@ -180,6 +173,22 @@ func kernelDrops(t *testing.T, port int) uint64 {
 	}
 	t.Fatalf("no UDP socket of 127.0.0.1:%d in /proc/net/udp", port)
 	return 0
+}
+
+// burstBehind sends l one datagram, waits until its reader holds it (entered), sends it
+// burst more into a receive buffer of 4 KiB, most of which the kernel drops, and lets
+// the reader go on (release). It returns l's address and the sends that failed.
+func burstBehind(t *testing.T, l *Listener, entered, release chan struct{}, burst int) (net.Addr, int) {
+	t.Helper()
+	setReceiveBuffer(t, l.conn, 4096)
+	addr := l.conn.LocalAddr()
+	sendNonBlocking(t, addr, 1)
+	if _, ok := await.Receive(t, entered); !ok {
+		t.Fatal("the first datagram was never received")
+	}
+	failed := sendNonBlocking(t, addr, burst)
+	close(release)
+	return addr, failed
 }
 
 func setReceiveBuffer(t *testing.T, c net.PacketConn, n int) {
@@ -282,14 +291,7 @@ func TestKernelDropsAfterTheLastDatagram(t *testing.T) {
 		}
 		read.Add(1)
 	}}, func(string, []byte) {})
-	setReceiveBuffer(t, l.conn, 4096)
-	addr := l.conn.LocalAddr()
-	sendNonBlocking(t, addr, 1)
-	if _, ok := await.Receive(t, entered); !ok {
-		t.Fatal("the first datagram was never received")
-	}
-	failed := sendNonBlocking(t, addr, burst)
-	close(release)
+	addr, failed := burstBehind(t, l, entered, release, burst)
 	port := addr.(*net.UDPAddr).Port
 	if !await.Until(t, func() bool { return int(read.Load())+int(kernelDrops(t, port))+failed == burst }) {
 		t.Fatalf("of %d datagrams sent, %d read, %d dropped by the kernel, %d failed", burst, read.Load(), kernelDrops(t, port), failed)
