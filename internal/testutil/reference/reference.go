@@ -5,24 +5,25 @@ package reference
 
 import "time"
 
-// SummaryEdge returns the oldest second a window of a summary (quantiles, distinct values,
-// top values) holds at second now: the docs let a window's old edge be served by slots up to
-// 10 s wide for windows up to 5m, a minute up to 1h and an hour beyond (days beyond 300h),
-// aligned to absolute time, so the window reaches back to the start of the slot holding
-// its oldest second.
-func SummaryEdge(now int64, window time.Duration) int64 {
-	sec := int64(window / time.Second)
-	var step int64
-	switch {
+// SummaryStep returns the width of the slots the docs say serve a window of a summary:
+// 10 s for windows up to 5m, a minute up to 1h, an hour up to 300h and a day beyond.
+func SummaryStep(window time.Duration) int64 {
+	switch sec := int64(window / time.Second); {
 	case sec <= 300:
-		step = 10
+		return 10
 	case sec <= 3600:
-		step = 60
+		return 60
 	case sec <= 300*3600:
-		step = 3600
-	default:
-		step = 86400
+		return 3600
 	}
-	edge := now - sec + 1
+	return 86400
+}
+
+// SummaryEdge returns the oldest second a window of a summary (quantiles, distinct values,
+// top values) holds at second now: the window reaches back to the start of the slot
+// (SummaryStep wide, aligned to absolute time) holding its oldest second.
+func SummaryEdge(now int64, window time.Duration) int64 {
+	step := SummaryStep(window)
+	edge := now - int64(window/time.Second) + 1
 	return edge - (edge%step+step)%step
 }
