@@ -132,9 +132,12 @@ func (s *Set) EncodeAhead(sp *storage.Spill) (*Encoded, error) {
 
 func (s *Set) encode(sp *storage.Spill, ahead *Encoded, note bool) (*Encoded, error) {
 	e := &Encoded{set: wire.AppendVarint(nil, s.oldest.Load()), rules: make([]encodedRule, 0, len(s.rules)), bound: s.mem.max.Load(), spill: sp}
-	// The rules' records on their way to sp, at most a batch of EncodeAhead's but for a
-	// larger record, made at once: grown by append it would take five times that.
-	scratch := make([]byte, 0, aheadBytes)
+	// The rules' records on their way to sp: a batch of EncodeAhead's, made at once (grown
+	// by append it would take five times its size), or one record.
+	var scratch []byte
+	if note {
+		scratch = make([]byte, 0, aheadBytes)
+	}
 	for i := range s.rules {
 		var prev *encodedRule
 		if ahead != nil && i < len(ahead.rules) && ahead.rules[i].st == s.rules[i].store {
