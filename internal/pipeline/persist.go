@@ -636,8 +636,8 @@ func (p *Pipeline) Snapshot() error {
 }
 
 // snapshot writes a snapshot begun at begin, of the series encoded ahead into sp (or
-// nil, and sp nil or empty), with p.mu held, which keeps the inputs from coming and going (a reload's new follower would
-// otherwise start or stop during the cut); cutDone is called once the cut is taken,
+// nil, and sp nil), with p.mu held, which keeps the inputs from coming and going (a
+// reload's new follower would otherwise start or stop during the cut); cutDone is called once the cut is taken,
 // before the file is written, and may let p.mu go. The cut is taken after p.mu: a reload
 // that holds p.mu may wait for a follower that waits for the cut. The snapshots are
 // written in the order of their cuts: s.write is taken under p.mu.
