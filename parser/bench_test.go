@@ -10,12 +10,12 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/config/logformat"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/cputime"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/nginxlog"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/versus"
 )
@@ -24,25 +24,15 @@ import (
 // reported also as lines per second and as CPU time per line.
 func parseLoop(b *testing.B, p *Parser, lines [][]byte, sink Sink) {
 	b.ReportAllocs()
-	cpu0 := cpuTime(b)
+	cpu0 := cputime.Process(b)
 	i := 0
 	for b.Loop() {
 		p.Parse("nginx", lines[i%len(lines)], sink)
 		i++
 	}
-	cpu := cpuTime(b) - cpu0
+	cpu := cputime.Process(b) - cpu0
 	b.ReportMetric(float64(i)/b.Elapsed().Seconds(), "lines/s")
 	b.ReportMetric(float64(cpu.Nanoseconds())/float64(i), "cpu-ns/line")
-}
-
-// cpuTime is the CPU time the process has used. On a machine shared with other work the
-// wall time per op includes waiting for a core; CPU time per line is what one core spends.
-func cpuTime(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // seriesSink does what the store does per event: find the series by m[string(e.Key)] and
@@ -513,13 +503,13 @@ func BenchmarkPathCaptures(b *testing.B) {
 				s.ParseWrapped("nginx", l, nil, sink)
 			}
 			b.ReportAllocs()
-			cpu0 := cpuTime(b)
+			cpu0 := cputime.Process(b)
 			i := 0
 			for b.Loop() {
 				s.ParseWrapped("nginx", lines[i%len(lines)], nil, sink)
 				i++
 			}
-			b.ReportMetric(float64((cpuTime(b)-cpu0).Nanoseconds())/float64(i), "cpu-ns/line")
+			b.ReportMetric(float64((cputime.Process(b)-cpu0).Nanoseconds())/float64(i), "cpu-ns/line")
 		})
 	}
 }
@@ -558,13 +548,13 @@ rules:
 		}
 		b.Run(f.name, func(b *testing.B) {
 			b.ReportAllocs()
-			cpu0 := cpuTime(b)
+			cpu0 := cputime.Process(b)
 			i := 0
 			for b.Loop() {
 				read(lines[i%len(lines)])
 				i++
 			}
-			b.ReportMetric(float64((cpuTime(b)-cpu0).Nanoseconds())/float64(i), "cpu-ns/line")
+			b.ReportMetric(float64((cputime.Process(b)-cpu0).Nanoseconds())/float64(i), "cpu-ns/line")
 			b.ReportMetric(float64(len(sink.series[0])), "series")
 		})
 		engines = append(engines, versus.Engine{Name: f.name, Read: read})

@@ -60,7 +60,7 @@ type persister struct {
 	// writeFile writes a snapshot's file: storage.Write, or a slow disk in tests.
 	writeFile func(dir string, fill func(w *storage.Writer) error) error
 	// encodeAhead is Set.EncodeAhead, or a slow one in tests.
-	encodeAhead func(*store.Set) (*store.Encoded, error)
+	encodeAhead func(*store.Set, *storage.Spill) (*store.Encoded, error)
 	// mu guards stats.
 	mu    sync.Mutex
 	stats selfmetric.StorageStats
@@ -610,29 +610,48 @@ func (p *Pipeline) Snapshot() error {
 	p.mu.Lock()
 	ready, set := !p.stopped && p.inputsReady(), p.gen.Load().set
 	p.mu.Unlock()
+	// Without them, the cut encodes them all, into a spill of its own (which says why
+	// the snapshot failed, if one cannot be made).
 	var ahead *store.Encoded
+	var sp *storage.Spill
 	if ready {
-		ahead, _ = p.storage.encodeAhead(set) // without it, the cut encodes them all
+		if sp, _ = storage.NewSpill(p.storage.dir); sp != nil {
+			var err error
+			if ahead, err = p.storage.encodeAhead(set, sp); err != nil {
+				sp.Close()
+				ahead, sp = nil, nil
+			}
+		}
 	}
 	p.mu.Lock()
 	if p.stopped {
 		p.mu.Unlock()
+		if sp != nil {
+			sp.Close()
+		}
 		// Stop wrote the last one, with the positions of inputs that no longer run.
 		return errStopped
 	}
-	return p.snapshot(ahead, begin, p.mu.Unlock)
+	return p.snapshot(ahead, sp, begin, p.mu.Unlock)
 }
 
-// snapshot writes a snapshot begun at begin, of the series encoded ahead (or nil), with
-// p.mu held, which keeps the inputs from coming and going (a reload's new follower would
-// otherwise start or stop during the cut); cutDone is called once the cut is taken,
+// snapshot writes a snapshot begun at begin, of the series encoded ahead into sp (or
+// nil, and sp nil), with p.mu held, which keeps the inputs from coming and going (a
+// reload's new follower would otherwise start or stop during the cut); cutDone is called once the cut is taken,
 // before the file is written, and may let p.mu go. The cut is taken after p.mu: a reload
 // that holds p.mu may wait for a follower that waits for the cut. The snapshots are
 // written in the order of their cuts: s.write is taken under p.mu.
-func (p *Pipeline) snapshot(ahead *store.Encoded, begin time.Time, cutDone func()) error {
+func (p *Pipeline) snapshot(ahead *store.Encoded, sp *storage.Spill, begin time.Time, cutDone func()) error {
 	s := p.storage
 	s.write.Lock()
 	defer s.write.Unlock()
+	var err error
+	if sp == nil {
+		sp, err = storage.NewSpill(s.dir)
+	}
+	if sp != nil {
+		defer sp.Close()
+	}
 	cutAt := time.Now()
 	p.cut.Lock()
 	files, left, drained := make(map[string][]follow.Position), make(map[string][]follow.Position), make(map[string][]follow.Position)
@@ -668,7 +687,10 @@ func (p *Pipeline) snapshot(ahead *store.Encoded, begin time.Time, cutDone func(
 			parts = append(parts, appendPathParts(nil, source, pp))
 		}
 	}
-	enc, err := p.gen.Load().set.Encode(ahead)
+	var enc *store.Encoded
+	if err == nil {
+		enc, err = p.gen.Load().set.Encode(sp, ahead)
+	}
 	// Read once the series are encoded: no line in them was counted at a later second.
 	processing := p.clock.second()
 	pause := time.Since(cutAt)

@@ -966,9 +966,9 @@ func TestSnapshotHoldsNoLock(t *testing.T) {
 					return storage.Write(dir, fill)
 				}
 			} else {
-				p.storage.encodeAhead = func(set *store.Set) (*store.Encoded, error) {
+				p.storage.encodeAhead = func(set *store.Set, sp *storage.Spill) (*store.Encoded, error) {
 					wait()
-					return set.EncodeAhead()
+					return set.EncodeAhead(sp)
 				}
 			}
 			written := make(chan error, 1)

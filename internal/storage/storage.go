@@ -148,12 +148,17 @@ func (w *Writer) endSection() {
 
 // Record writes one record into the open section; b is not retained.
 func (w *Writer) Record(b []byte) error {
+	w.recordHead(int64(len(b)))
+	w.write(b)
+	return w.err
+}
+
+// recordHead writes the length of a record of n bytes, which are to follow.
+func (w *Writer) recordHead(n int64) {
 	if w.err == nil && w.sec == nil {
 		w.err = errors.New("snapshot: record outside a section")
 	}
-	w.write(wire.AppendUvarint(w.buf[:0], uint64(len(b))+1))
-	w.write(b)
-	return w.err
+	w.write(wire.AppendUvarint(w.buf[:0], uint64(n)+1))
 }
 
 // Commit ends the snapshot and puts it in place of the last one: synced to disk, renamed
@@ -216,6 +221,111 @@ func Write(dir string, fill func(w *Writer) error) error {
 		return err
 	}
 	return w.Commit()
+}
+
+// Spill keeps the records of a snapshot being taken in a file of the snapshot's directory
+// rather than in memory, until a Writer copies them into the snapshot (Writer.Spilled):
+// the records are encoded while the state changes, and only once they are all taken is
+// the snapshot's order known, so they are held somewhere meanwhile; in memory they would
+// take about as much again as the series they encode. The file is removed as soon as it
+// is made (where the system lets an open file be removed), so that a crash leaves none,
+// and the page cache holds it until Close: a spill lives shorter than the kernel keeps
+// dirty pages before writing them, so it mostly never reaches the disk. It is not safe
+// for concurrent use.
+type Spill struct {
+	f    *os.File
+	w    *bufio.Writer
+	size int64 // bytes added
+	// r reads the file from pos on, for Spilled.
+	r   *bufio.Reader
+	pos int64
+	err error
+}
+
+// Span is where one record is in a Spill.
+type Span struct{ off, n int64 }
+
+// Len is the record's length in bytes.
+func (s Span) Len() int64 { return s.n }
+
+// spillBuffer is the size of a Spill's buffers, and of the largest gap Spilled reads
+// through rather than seeking over.
+const spillBuffer = 1 << 16
+
+// NewSpill makes a Spill in dir, which must exist.
+func NewSpill(dir string) (*Spill, error) {
+	f, err := os.CreateTemp(dir, tmpPrefix+"*")
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: %w", err)
+	}
+	// A system that does not remove an open file leaves it to Close, or to the next
+	// Create after a crash.
+	_ = os.Remove(f.Name())
+	return &Spill{f: f, w: bufio.NewWriterSize(f, spillBuffer)}, nil
+}
+
+// Add writes rec to the spill and returns where it is; rec is not retained.
+func (s *Spill) Add(rec []byte) (Span, error) {
+	if s.err == nil {
+		_, s.err = s.w.Write(rec)
+	}
+	if s.err != nil {
+		return Span{}, fmt.Errorf("snapshot: %w", s.err)
+	}
+	span := Span{s.size, int64(len(rec))}
+	s.size += span.n
+	return span, nil
+}
+
+// Close removes the spill; the Spans of it are no longer to be written.
+func (s *Spill) Close() error {
+	err := s.f.Close()
+	if rerr := os.Remove(s.f.Name()); !errors.Is(rerr, fs.ErrNotExist) {
+		err = cmp.Or(err, rerr)
+	}
+	return err
+}
+
+// Spilled writes, as records of the open section, those of sp at spans, in their order,
+// a buffer at a time: spans in the order they were added read the file once, from start
+// to end.
+func (w *Writer) Spilled(sp *Spill, spans []Span) error {
+	if w.err == nil && sp.err == nil {
+		sp.err = sp.w.Flush()
+	}
+	if w.err == nil && sp.err != nil {
+		w.err = sp.err
+	}
+	for _, span := range spans {
+		if w.err != nil {
+			break
+		}
+		if span.off < sp.pos || span.off-sp.pos > spillBuffer || sp.r == nil {
+			from := io.NewSectionReader(sp.f, span.off, sp.size-span.off)
+			if sp.r == nil {
+				sp.r = bufio.NewReaderSize(from, spillBuffer)
+			} else {
+				sp.r.Reset(from)
+			}
+			sp.pos = span.off
+		}
+		if _, w.err = sp.r.Discard(int(span.off - sp.pos)); w.err != nil {
+			break
+		}
+		sp.pos = span.off
+		w.recordHead(span.n)
+		for left := span.n; left > 0 && w.err == nil; {
+			var b []byte
+			if b, w.err = sp.r.Peek(int(min(left, spillBuffer))); w.err != nil {
+				break
+			}
+			w.write(b)
+			sp.r.Discard(len(b))
+			left -= int64(len(b))
+			sp.pos += int64(len(b))
+		}
+	}
+	return w.err
 }
 
 // Snapshot is a snapshot read and checked whole.

@@ -494,3 +494,102 @@ func TestNotARegularFile(t *testing.T) {
 		})
 	}
 }
+
+// TestSpilled: records added to a Spill are written by Writer.Spilled as Record writes
+// them, in whatever order and subset they are asked for: in the order added, each once;
+// out of order; some left out, with gaps past the spill's buffer; records larger than
+// it. The spill leaves no file in the directory, whether the snapshot is committed or
+// not.
+func TestSpilled(t *testing.T) {
+	big := strings.Repeat("b", 3*spillBuffer+5)
+	added := []string{"a", "", big, "c", strings.Repeat("d", spillBuffer), "e", big + "f", "g"}
+	for _, tc := range []struct {
+		name string
+		pick []int
+	}{
+		{"in order", []int{0, 1, 2, 3, 4, 5, 6, 7}},
+		{"backwards", []int{7, 6, 5, 4, 3, 2, 1, 0}},
+		{"gaps", []int{0, 3, 5, 7}},
+		{"twice", []int{1, 7, 1, 2, 2}},
+		{"none", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			sp, err := NewSpill(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var spans []Span
+			for _, rec := range added {
+				span, err := sp.Add([]byte(rec))
+				if err != nil {
+					t.Fatal(err)
+				}
+				spans = append(spans, span)
+			}
+			var picked []Span
+			var want []string
+			for _, i := range tc.pick {
+				picked = append(picked, spans[i])
+				want = append(want, added[i])
+			}
+			if err := Write(dir, func(w *Writer) error {
+				w.Section("spilled")
+				w.Record([]byte("before"))
+				if err := w.Spilled(sp, picked); err != nil {
+					return err
+				}
+				return w.Record([]byte("after"))
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if err := sp.Close(); err != nil {
+				t.Fatal(err)
+			}
+			snap, err := Read(dir, 1<<30)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := slices.Collect(snap.Sections[0].Records())
+			want = append(append([]string{"before"}, want...), "after")
+			if len(got) != len(want) {
+				t.Fatalf("%d records, want %d", len(got), len(want))
+			}
+			for i := range got {
+				if string(got[i]) != want[i] {
+					t.Errorf("record %d: %d bytes %.10q, want %d bytes %.10q", i, len(got[i]), got[i], len(want[i]), want[i])
+				}
+			}
+			if entries, err := os.ReadDir(dir); err != nil || len(entries) != 1 {
+				t.Errorf("directory holds %v (%v), want the snapshot alone", entries, err)
+			}
+		})
+	}
+}
+
+// TestSpillAborted: a snapshot aborted leaves neither its file nor its spill behind.
+func TestSpillAborted(t *testing.T) {
+	dir := t.TempDir()
+	sp, err := NewSpill(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	span, err := sp.Add([]byte("rec"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := errors.New("failed")
+	if err := Write(dir, func(w *Writer) error {
+		w.Section("spilled")
+		w.Spilled(sp, []Span{span})
+		return failed
+	}); !errors.Is(err, failed) {
+		t.Fatalf("Write: %v, want %v", err, failed)
+	}
+	if err := sp.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if entries, err := os.ReadDir(dir); err != nil || len(entries) != 0 {
+		t.Errorf("directory holds %v (%v), want nothing", entries, err)
+	}
+}

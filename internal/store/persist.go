@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -40,56 +39,35 @@ const LatestSecond = 253402300799
 // inRange reports whether t is a second the exporter's clocks reach (LatestSecond).
 func inRange(t int64) bool { return t >= 0 && t <= LatestSecond }
 
-// Encoded is a Set's state copied into memory by Encode, to be written to a snapshot
-// once whatever keeps the Set still (the pipeline's cut) is let go.
+// Encoded is a Set's state encoded by Encode, the rules' headers in memory and the
+// series' records in a storage.Spill, to be written to a snapshot once whatever keeps the
+// Set still (the pipeline's cut) is let go.
 type Encoded struct {
 	set   []byte
 	rules []encodedRule
 	// bound is the memory bound the Set had (--series.max-bytes; 0 none), which its series
 	// may pass by what it admits at the bound (Restore).
 	bound int64
+	spill *storage.Spill
 }
 
-// encodedRule is one rule's header and its series' records. A record is copied into a
-// chunk of buf, or a buffer of its own when large, and stays where it was put: the
+// encodedRule is one rule's header and where its series' records are in the spill. The
 // records of the series unchanged since an encoding ahead are taken from it as they are,
-// so that a snapshot holds the encoding of a series once, and no buffer is copied
-// as it grows.
+// so that a snapshot encodes a series that no line came to once.
 type encodedRule struct {
 	st   *store
 	head []byte
-	// buf is the chunk records are copied into, recs the records.
-	buf  []byte
-	recs [][]byte
-	// ahead holds, in an encoding of EncodeAhead, each series' record and what its
-	// parts were when it was encoded.
-	ahead map[*Series]aheadSeries
-}
-
-// recordChunk is the largest chunk records are copied into (each chunk twice the last,
-// from 4 KiB, so that a few records take little); a record of more than a quarter of it
-// takes a buffer of its own, so that at most a quarter of a chunk is left unused.
-const recordChunk = 1 << 20
-
-// add copies rec into r's records, and returns the copy.
-func (r *encodedRule) add(rec []byte) []byte {
-	if len(rec) > recordChunk/4 {
-		rec = slices.Clone(rec)
-	} else {
-		if len(rec) > cap(r.buf)-len(r.buf) {
-			r.buf = make([]byte, 0, max(min(2*cap(r.buf), recordChunk), 4<<10, len(rec)))
-		}
-		from := len(r.buf)
-		r.buf = append(r.buf, rec...)
-		rec = r.buf[from:len(r.buf):len(r.buf)]
-	}
-	r.recs = append(r.recs, rec)
-	return rec
+	recs []storage.Span
+	// ahead holds, in an encoding of EncodeAhead, each series' index in noted, which
+	// holds its record and what its parts were when it was encoded, in the order
+	// encoded.
+	ahead map[*Series]int
+	noted []aheadSeries
 }
 
 // aheadSeries is a series' record in an encoding of EncodeAhead, and its parts then.
 type aheadSeries struct {
-	rec   []byte
+	rec   storage.Span
 	parts []partState
 }
 
@@ -118,43 +96,54 @@ func (e *Encoded) Bytes() int {
 	for _, r := range e.rules {
 		n += len(r.head)
 		for _, rec := range r.recs {
-			n += len(rec)
+			n += int(rec.Len())
 		}
 	}
 	return n
 }
 
-// Encode copies the state of every rule of s: its series (label values, line counts and
-// sums, wheels) and the counters read beside them (matched lines of series no longer
-// held, drops), so that Restore can make a Set of the same rules go on as if it had never
-// stopped. Writers may go on meanwhile, but what they write during the copy may or may
-// not be in it: the caller stops the writers whose lines must be in it whole or not at
-// all.
+// Encode encodes the state of every rule of s into sp: its series (label values, line
+// counts and sums, wheels) and the counters read beside them (matched lines of series no
+// longer held, drops), so that Restore can make a Set of the same rules go on as if it
+// had never stopped. Writers may go on meanwhile, but what they write during the
+// encoding may or may not be in it: the caller stops the writers whose lines must be in
+// it whole or not at all.
 //
-// ahead, when not nil, is what EncodeAhead made of s a moment before: the records of the
-// series no line was counted in since are copied from it, so that the writers need be
-// stopped only while the series written meanwhile are encoded.
-func (s *Set) Encode(ahead *Encoded) (*Encoded, error) {
-	return s.encode(ahead, false)
+// ahead, when not nil, is what EncodeAhead made of s into sp a moment before: the records
+// of the series no line was counted in since are taken from it, so that the writers need
+// be stopped only while the series written meanwhile are encoded. One made into another
+// spill is not used.
+func (s *Set) Encode(sp *storage.Spill, ahead *Encoded) (*Encoded, error) {
+	if ahead != nil && ahead.spill != sp {
+		ahead = nil
+	}
+	return s.encode(sp, ahead, false)
 }
 
-// EncodeAhead encodes s as Encode does while writers go on, and notes what each series
-// was when encoded, for Encode. It takes the write locks of a store for a few hundred
-// series at a time, so that no line is half added to a series as it is encoded (a line
-// is counted before its wheels are written). Writes that change a series' wheels without
-// counting a line (a backfill sink's) must not happen between the two.
-func (s *Set) EncodeAhead() (*Encoded, error) {
-	return s.encode(nil, true)
+// EncodeAhead encodes s into sp as Encode does while writers go on, and notes what each
+// series was when encoded, for Encode. It takes the write locks of a store for a few
+// hundred series at a time, so that no line is half added to a series as it is encoded (a
+// line is counted before its wheels are written), and adds their records to sp once it
+// let them go. Writes that change a series' wheels without counting a line (a backfill
+// sink's) must not happen between the two.
+func (s *Set) EncodeAhead(sp *storage.Spill) (*Encoded, error) {
+	return s.encode(sp, nil, true)
 }
 
-func (s *Set) encode(ahead *Encoded, note bool) (*Encoded, error) {
-	e := &Encoded{set: wire.AppendVarint(nil, s.oldest.Load()), rules: make([]encodedRule, 0, len(s.rules)), bound: s.mem.max.Load()}
+func (s *Set) encode(sp *storage.Spill, ahead *Encoded, note bool) (*Encoded, error) {
+	e := &Encoded{set: wire.AppendVarint(nil, s.oldest.Load()), rules: make([]encodedRule, 0, len(s.rules)), bound: s.mem.max.Load(), spill: sp}
+	// The rules' records on their way to sp: a batch of EncodeAhead's, made at once (grown
+	// by append it would take five times its size), or one record.
+	var scratch []byte
+	if note {
+		scratch = make([]byte, 0, aheadBytes)
+	}
 	for i := range s.rules {
 		var prev *encodedRule
 		if ahead != nil && i < len(ahead.rules) && ahead.rules[i].st == s.rules[i].store {
 			prev = &ahead.rules[i]
 		}
-		r, err := s.rules[i].store.encode(prev, note)
+		r, err := s.rules[i].store.encode(sp, prev, note, &scratch)
 		if err != nil {
 			return nil, fmt.Errorf("rule %q: %w", s.rules[i].rule.Name, err)
 		}
@@ -187,19 +176,17 @@ func (e *Encoded) Write(w *storage.Writer, processing int64) error {
 		if err := w.Record(r.head); err != nil {
 			return err
 		}
-		for _, rec := range r.recs {
-			if err := w.Record(rec); err != nil {
-				return err
-			}
+		if err := w.Spilled(e.spill, r.recs); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-// encode copies the rule's header and series: under the map's read lock, which keeps
-// series from coming and going, the records of prev of the series unchanged since and
-// the others encoded; or, to note them, in batches under the write locks.
-func (st *store) encode(prev *encodedRule, note bool) (encodedRule, error) {
+// encode encodes the rule's header, and its series into sp through scratch: under the
+// map's read lock, which keeps series from coming and going, the others than those of
+// prev unchanged since; or, to note them, in batches under the write locks.
+func (st *store) encode(sp *storage.Spill, prev *encodedRule, note bool, scratch *[]byte) (encodedRule, error) {
 	r := encodedRule{st: st}
 	r.head = wire.AppendBytes(nil, []byte(st.name))
 	r.head = wire.AppendBytes(r.head, []byte(st.fingerprint))
@@ -226,51 +213,76 @@ func (st *store) encode(prev *encodedRule, note bool) (encodedRule, error) {
 			all = append(all, s)
 		}
 		lock.RUnlock()
-		err := st.encodeNoted(&r, all)
+		err := st.encodeNoted(sp, &r, all, scratch)
 		return r, err
 	}
 	defer lock.RUnlock()
-	r.recs = make([][]byte, 0, len(st.series))
-	var scratch []byte
-	var err error
+	var kept []bool
+	if prev != nil {
+		kept = make([]bool, len(prev.noted))
+	}
+	var changed []storage.Span
 	for _, s := range st.series {
-		if a, ok := prev.aheadOf(s); ok {
-			r.recs = append(r.recs, a.rec)
+		if i, ok := prev.aheadOf(s); ok {
+			kept[i] = true
 			continue
 		}
-		if scratch, err = s.appendBinary(scratch[:0]); err != nil {
+		var err error
+		if *scratch, err = s.appendBinary((*scratch)[:0]); err != nil {
 			return r, err
 		}
-		r.add(scratch)
+		span, err := sp.Add(*scratch)
+		if err != nil {
+			return r, err
+		}
+		changed = append(changed, span)
 	}
+	// In the order they are in the spill, which the snapshot's writer then reads once.
+	r.recs = make([]storage.Span, 0, len(st.series))
+	for i, k := range kept {
+		if k {
+			r.recs = append(r.recs, prev.noted[i].rec)
+		}
+	}
+	r.recs = append(r.recs, changed...)
 	return r, nil
 }
 
-// aheadOf returns the record of s in an encoding of EncodeAhead if s did not change
-// since; r may be nil.
-func (r *encodedRule) aheadOf(s *Series) (aheadSeries, bool) {
+// aheadOf returns the index in r.noted of s, in an encoding of EncodeAhead, if s did not
+// change since; r may be nil.
+func (r *encodedRule) aheadOf(s *Series) (int, bool) {
 	if r == nil {
-		return aheadSeries{}, false
+		return 0, false
 	}
-	a, ok := r.ahead[s]
-	return a, ok && a.unchanged(s)
+	i, ok := r.ahead[s]
+	return i, ok && r.noted[i].unchanged(s)
 }
 
 // aheadBatch is how many series EncodeAhead encodes under one taking of a store's write
-// locks: the longest its writers wait, some hundreds of microseconds.
-const aheadBatch = 128
+// locks: the longest its writers wait, some hundreds of microseconds. aheadBytes ends a
+// batch early, once its records take that much: they are held until added to the spill,
+// after the locks are let go.
+const (
+	aheadBatch = 128
+	aheadBytes = 256 << 10
+)
 
-// encodeNoted encodes the series all (a copy of the map) into r, noting each one's parts.
-func (st *store) encodeNoted(r *encodedRule, all []*Series) error {
-	r.ahead = make(map[*Series]aheadSeries, len(all))
-	r.recs = make([][]byte, 0, len(all))
-	var scratch []byte
-	var err error
-	for len(all) > 0 && err == nil {
-		batch := all[:min(aheadBatch, len(all))]
-		all = all[len(batch):]
+// encodeNoted encodes the series all (a copy of the map) into sp through scratch, noting
+// each one's parts in r.
+func (st *store) encodeNoted(sp *storage.Spill, r *encodedRule, all []*Series, scratch *[]byte) error {
+	r.ahead = make(map[*Series]int, len(all))
+	r.noted = make([]aheadSeries, 0, len(all))
+	r.recs = make([]storage.Span, 0, len(all))
+	var ends []int
+	for len(all) > 0 {
+		first, n := len(r.noted), 0
+		batch := (*scratch)[:0]
+		ends = ends[:0]
+		var err error
 		st.lockAll()
-		for _, s := range batch {
+		for n < len(all) && n < aheadBatch && len(batch) < aheadBytes && err == nil {
+			s := all[n]
+			n++
 			if s.removed {
 				continue
 			}
@@ -278,15 +290,30 @@ func (st *store) encodeNoted(r *encodedRule, all []*Series) error {
 			for p := range s.parts {
 				a.parts = append(a.parts, partState{p, p.win.Load(), p.lines.Load()})
 			}
-			if scratch, err = s.appendBinary(scratch[:0]); err != nil {
-				break
+			if batch, err = s.appendBinary(batch); err == nil {
+				ends = append(ends, len(batch))
+				r.ahead[s] = len(r.noted)
+				r.noted = append(r.noted, a)
 			}
-			a.rec = r.add(scratch)
-			r.ahead[s] = a
 		}
 		st.unlockAll()
+		*scratch = batch
+		if err != nil {
+			return err
+		}
+		all = all[n:]
+		from := 0
+		for i, end := range ends {
+			span, err := sp.Add(batch[from:end])
+			if err != nil {
+				return err
+			}
+			r.noted[first+i].rec = span
+			r.recs = append(r.recs, span)
+			from = end
+		}
 	}
-	return err
+	return nil
 }
 
 // counters are the rule's counters a snapshot keeps, in the order it keeps them.

@@ -77,16 +77,28 @@ const cut = 1_000_000
 // snapshot is taken with what was encoded ahead.
 func encodeSet(t *testing.T, set *store.Set, ahead bool, between func()) *storage.Snapshot {
 	t.Helper()
+	sp := spill(t)
 	var prev *store.Encoded
 	if ahead {
-		prev = storetest.Must(set.EncodeAhead())
+		prev = storetest.Must(set.EncodeAhead(sp))
 	}
 	between()
-	enc, err := set.Encode(prev)
+	enc, err := set.Encode(sp, prev)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return written(t, enc)
+}
+
+// spill is a storage.Spill of the test's, closed at its end.
+func spill(t testing.TB) *storage.Spill {
+	t.Helper()
+	sp, err := storage.NewSpill(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sp.Close() })
+	return sp
 }
 
 // quantilesOf reads the quantile sketches of every series of rule i at now.
@@ -316,7 +328,7 @@ func TestRestoreSkipsMalformedRuleHeader(t *testing.T) {
 func FuzzRestore(f *testing.F) {
 	rules, cfg, old := persisted()
 	dir := f.TempDir()
-	enc := storetest.Must(old.Encode(nil))
+	enc := storetest.Must(old.Encode(spill(f), nil))
 	if err := storage.Write(dir, func(w *storage.Writer) error { return enc.Write(w, cut) }); err != nil {
 		f.Fatal(err)
 	}
@@ -942,24 +954,26 @@ func rewrittenCut(t *testing.T, snap *storage.Snapshot, edit func([]byte) []byte
 	}))
 }
 
-// TestEncodeSharesRecordsAhead: a snapshot's cut takes the records of the series no line
-// came to since EncodeAhead from that encoding as they are, rather than copying them into
-// an encoding of its own. A copy held the whole encoding twice while the snapshot was
-// written: past what --series.max-bytes leaves the process, an adversary's top values in
-// every slot held 64 MiB of series and some 100 MB of encodings at every snapshot. The
-// encoding written is the same either way. EncodeAhead copies each record once, into
-// chunks that are not copied as they grow.
-func TestEncodeSharesRecordsAhead(t *testing.T) {
+// TestSnapshotHoldsNoEncoding: a snapshot's encoding goes to its spill, not to memory:
+// EncodeAhead, the cut and the writing of the file each allocate a small fraction of the
+// encoding, whether no series, some or all of them changed between EncodeAhead and the
+// cut, and whatever the records' size. Held in memory, the encoding took about as much as
+// the series again at every snapshot (twice that for the series changed meanwhile), past
+// what --series.max-bytes leaves the process. The cut takes the records of the series no
+// line came to since EncodeAhead from it, and the file written is the same as one of the
+// Set encoded whole.
+func TestSnapshotHoldsNoEncoding(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		// labelSets label sets of a label value of length bytes, of which changed get a
 		// line between EncodeAhead and Encode.
 		labelSets, length, changed int
 	}{
-		{"none changed", 2000, 10, 0},
-		{"some changed", 2000, 10, 10},
-		// Records past a quarter of a chunk take buffers of their own.
-		{"records of their own", 4, 300 << 10, 0},
+		{"none changed", 1000, 1000, 0},
+		{"some changed", 1000, 1000, 10},
+		{"all changed", 1000, 1000, 1000},
+		// Records of more than a spill's buffer, and than a batch of EncodeAhead.
+		{"large records", 4, 300 << 10, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rules := persistRules()
@@ -971,29 +985,55 @@ func TestEncodeSharesRecordsAhead(t *testing.T) {
 					write(k, line{rule: 4, labels: []string{value(i)}, now: start + sec, value: float64(sec*7+int64(i)) + 1})
 				}
 			}
-			var before, after runtime.MemStats
-			runtime.ReadMemStats(&before)
-			ahead := storetest.Must(set.EncodeAhead())
-			runtime.ReadMemStats(&after)
-			// Records copied into a buffer grown by append took five times their size.
-			if allocated, limit := after.TotalAlloc-before.TotalAlloc, uint64(2*ahead.Bytes()); allocated > limit {
-				t.Errorf("EncodeAhead allocated %d bytes for an encoding of %d, past twice it", allocated, ahead.Bytes())
+			sp := spill(t)
+			dir := t.TempDir()
+			var ahead, enc *store.Encoded
+			steps := []struct {
+				name string
+				do   func()
+			}{
+				{"EncodeAhead", func() { ahead = storetest.Must(set.EncodeAhead(sp)) }},
+				{"lines", func() {
+					for i := range tc.changed {
+						write(k, line{rule: 4, labels: []string{value(i)}, now: start + 59, value: 3})
+					}
+				}},
+				{"the cut", func() { enc = storetest.Must(set.Encode(sp, ahead)) }},
+				{"the write", func() {
+					if err := storage.Write(dir, func(w *storage.Writer) error { return enc.Write(w, cut) }); err != nil {
+						t.Fatal(err)
+					}
+				}},
 			}
-			for i := range tc.changed {
-				write(k, line{rule: 4, labels: []string{value(i)}, now: start + 59, value: 3})
+			allocated := map[string]uint64{}
+			for _, step := range steps {
+				var before, after runtime.MemStats
+				runtime.ReadMemStats(&before)
+				step.do()
+				runtime.ReadMemStats(&after)
+				allocated[step.name] = after.TotalAlloc - before.TotalAlloc
 			}
-			runtime.ReadMemStats(&before)
-			enc := storetest.Must(set.Encode(ahead))
-			runtime.ReadMemStats(&after)
-			allocated := after.TotalAlloc - before.TotalAlloc
-			if limit := uint64(ahead.Bytes() / 8); allocated > limit {
-				t.Errorf("the cut allocated %d bytes for %d changed series of %d, past %d (an eighth of the %d bytes encoded ahead)",
-					allocated, tc.changed, tc.labelSets, limit, ahead.Bytes())
+			snap, err := storage.Read(dir, 1<<30)
+			if err != nil {
+				t.Fatal(err)
 			}
-			// Each side is written as the cut was encoded: a record that is not its series'
-			// own (one buffer holding two) is found as the cut is restored.
-			snap := written(t, enc)
-			whole := storetest.Must(set.Encode(nil))
+			largest := 0
+			for _, sec := range snap.Sections {
+				for rec := range sec.Records() {
+					largest = max(largest, len(rec))
+				}
+			}
+			// An eighth of the encoding for a hundred bytes or so per series noted and
+			// the records' places, the buffers of the records on their way, of the
+			// spill and of the file (some 400 KiB), and a record encoded whole, grown by
+			// append.
+			limit := uint64(ahead.Bytes()/8 + 512<<10 + 2*largest)
+			for _, step := range []string{"EncodeAhead", "the cut", "the write"} {
+				if allocated[step] > limit {
+					t.Errorf("%s allocated %d bytes for an encoding of %d (its largest record %d), past %d", step, allocated[step], ahead.Bytes(), largest, limit)
+				}
+			}
+			whole := storetest.Must(set.Encode(spill(t), nil))
 			if got, want := sortedRecords(snap), sortedRecords(written(t, whole)); !bytes.Equal(got, want) {
 				t.Errorf("the snapshot of the cut (%d bytes) is not the one encoded whole (%d bytes)", len(got), len(want))
 			}
@@ -1062,14 +1102,15 @@ func TestEncodeAheadAcrossReload(t *testing.T) {
 			old := storetest.Must(store.NewSetWith(storetest.Config(10, rules...), nil, store.SetOptions{}))
 			k := old.NewSink()
 			persistLines([2]*store.Sink{k, k}, start, 200)
-			ahead := storetest.Must(old.EncodeAhead())
+			sp := spill(t)
+			ahead := storetest.Must(old.EncodeAhead(sp))
 			set := storetest.Must(store.NewSetWith(storetest.Config(10, tc.rules...), old, store.SetOptions{}))
 			// A series written to since, and one made since, of the rule of requests.
 			if i := slices.Index(tc.rules, rules[0]); i >= 0 {
 				write(set.NewSink(), line{rule: i, labels: []string{"404"}, now: start + 30}, line{rule: i, labels: []string{"201"}, now: start + 30})
 			}
-			cut := storetest.Must(set.Encode(ahead))
-			whole := storetest.Must(set.Encode(nil))
+			cut := storetest.Must(set.Encode(sp, ahead))
+			whole := storetest.Must(set.Encode(spill(t), nil))
 			if got, want := sortedRecords(written(t, cut)), sortedRecords(written(t, whole)); !bytes.Equal(got, want) {
 				t.Errorf("the snapshot of the cut (%d bytes) is not the one encoded whole (%d bytes)", len(got), len(want))
 			}

@@ -134,11 +134,16 @@ func TestRestoreFutureLastKeptCounterWritten(t *testing.T) {
 // it back as a restart does.
 func encodeCut(t *testing.T, set *Set, cut int64) *storage.Snapshot {
 	t.Helper()
-	enc, err := set.Encode(nil)
+	dir := t.TempDir()
+	sp, err := storage.NewSpill(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
+	defer sp.Close()
+	enc, err := set.Encode(sp, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := storage.Write(dir, func(w *storage.Writer) error { return enc.Write(w, cut) }); err != nil {
 		t.Fatal(err)
 	}
