@@ -3,6 +3,7 @@ package config
 import (
 	"bytes"
 	"cmp"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -42,22 +43,32 @@ const DefaultMaxSeriesPerRule = 10000
 // most MaxFileBytes. On any problem it returns a nil *Config and an error listing every
 // problem (an *Error when the file could be read), so a reload can keep the running config.
 func Load(path string) (*Config, error) {
-	return load(path, true)
-}
-
-// LoadAgain is Load for a reload, which reads the file again: a pipe is refused, which
-// holds nothing more to read, or waits for its writer while the reload holds the running
-// configuration.
-func LoadAgain(path string) (*Config, error) {
-	return load(path, false)
-}
-
-func load(path string, pipe bool) (*Config, error) {
-	data, err := readFile(path, pipe)
+	data, err := readFile(path, true)
 	if err != nil {
 		return nil, fmt.Errorf("reading config: %w", err)
 	}
 	return Parse(data, path)
+}
+
+// LoadAgain is Load for a reload, which reads the file again: a pipe is refused, which
+// holds nothing more to read, or waits for its writer while the reload holds the running
+// configuration. It says too which bytes it read: a file saved again while a watch of it
+// and the reload each read it is known by what the reload parsed, not by the watch's read.
+func LoadAgain(path string) (*Config, Read, error) {
+	data, err := readFile(path, false)
+	if err != nil {
+		return nil, Read{}, fmt.Errorf("reading config: %w", err)
+	}
+	cfg, err := Parse(data, path)
+	return cfg, Read{Sum: sha256.Sum256(data), OK: true}, err
+}
+
+// Read is what one read of the rule file found.
+type Read struct {
+	// Sum is the SHA-256 of the bytes read, when OK.
+	Sum [sha256.Size]byte
+	// OK: the file could be read; a refused content is read all the same.
+	OK bool
 }
 
 // MaxFileBytes bounds a rule file, which is decoded whole before its counts are checked:

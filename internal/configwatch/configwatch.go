@@ -28,8 +28,14 @@ import (
 type Options struct {
 	// Reload applies the file's new content (the pipeline re-reads and swaps the rules)
 	// and logs and reports its outcome, as it does for SIGHUP. Inputs it leaves not
-	// started are the pipeline's to try again, as after any reload.
-	Reload func()
+	// started are the pipeline's to try again, as after any reload. It returns what it
+	// read of the file, which the watcher takes as the content loaded: the file may have
+	// been saved again between the watcher's read and the reload's, and a content the
+	// reload never parsed, taken as loaded, would leave a later save back to it unloaded
+	// (a reload that read the file cut short in the middle of a save, refused, with the
+	// save's end taken as loaded, stayed a failed reload), or a content loaded for one
+	// never seen loaded again.
+	Reload func() config.Read
 	// Settle is how long the directory must stay quiet after an event of an entry the
 	// file depends on (dependsOn) before the file is read: an editor or the kubelet
 	// changes it in several steps, and reading in the middle would load (and refuse) a
@@ -313,13 +319,13 @@ func (w *Watcher) apply(opts Options, r reading, polled bool) {
 		return
 	}
 	if r.err != nil {
-		w.unreadable, w.last = true, [sha256.Size]byte{}
 		opts.Logger.Info("the rule file cannot be read; reloading it to report that", "path", w.path, "err", r.err)
-		opts.Reload()
-		return
+	} else {
+		opts.Logger.Info("the rule file changed on disk; reloading", "path", w.path)
 	}
-	w.unreadable = false
-	opts.Logger.Info("the rule file changed on disk; reloading", "path", w.path)
-	w.last = r.sum
-	opts.Reload()
+	loaded := opts.Reload()
+	if loaded.OK != (r.err == nil) || loaded.Sum != r.sum {
+		opts.Logger.Info("the rule file changed again between the watch's read and the reload's: the content the reload read is the one taken as loaded", "path", w.path)
+	}
+	w.unreadable, w.last = !loaded.OK, loaded.Sum
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -85,6 +86,9 @@ type harness struct {
 	clock   *fakeClock
 	path    string
 	reloads chan string
+	// between, when set, runs in each reload before it reads the file: a save that lands
+	// between the watcher's read and the reload's.
+	between atomic.Pointer[func()]
 }
 
 func start(t *testing.T, path string) *harness {
@@ -105,12 +109,17 @@ func startRun(t *testing.T, path string, run func(*Watcher, context.Context, Opt
 	done := make(chan error, 1)
 	go func() {
 		done <- run(w, ctx, Options{
-			Reload: func() {
+			Reload: func() config.Read {
+				if between := h.between.Load(); between != nil {
+					(*between)()
+				}
 				b, err := config.ReadFile(path) // as the reload does: a FIFO is refused, not waited on
 				if err != nil {
 					b = []byte("read error: " + err.Error())
 				}
+				_, read, _ := config.LoadAgain(path)
 				h.reloads <- string(b)
+				return read
 			},
 			Settle: settle,
 			Poll:   poll,
@@ -436,6 +445,61 @@ func TestPollMidWrite(t *testing.T) {
 		case s.reload != "" && !strings.HasPrefix(got, s.reload):
 			t.Fatalf("%s: reload read %q, want %q", s.name, got, s.reload)
 		}
+	}
+}
+
+// TestReloadReadsAnotherSave: a save that lands between the watcher's read of the file
+// and the reload's has the watcher take the content the reload read as loaded, not its
+// own read. The reload that read a save cut short (refused) is followed by one of the
+// save's end, which the watcher had read before it; and a save back to the content in
+// force before the reload read it reloads nothing more. The watcher hears no events,
+// as when inotify is unavailable: its polls alone find the changes.
+func TestReloadReadsAnotherSave(t *testing.T) {
+	cases := []struct {
+		name string
+		// between is the file's content written between the watcher's read of "v2" and
+		// the reload's; after is written once the reload returned.
+		between, after string
+		// again is what the next check reloads, "" for none.
+		again string
+	}{
+		{"cut short, then whole", "v", "v2", "v2"},
+		{"back to the content in force", "v1", "v1", ""},
+		{"saved once more", "v3", "v3", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "rules.yaml")
+			write(t, path, "v1")
+			h := startRun(t, path, func(w *Watcher, ctx context.Context, o Options) error {
+				return w.loop(ctx, o, nil, nil)
+			})
+			write(t, path, "v2")
+			if got, ok := h.fireOnce(t, poll); ok {
+				t.Fatalf("the poll that found v2 reloaded %q at once", got)
+			}
+			between := func() { write(t, path, tc.between) }
+			h.between.Store(&between)
+			if got, ok := h.fireOnce(t, settle); !ok || got != tc.between {
+				t.Fatalf("the second read of v2: reloaded %v, read %q; want the reload to read %q", ok, got, tc.between)
+			}
+			h.between.Store(nil)
+			write(t, path, tc.after)
+			got, ok := h.fireOnce(t, poll)
+			if ok {
+				// A change found by a poll waits for its second read.
+				t.Fatalf("the poll after the reload reloaded %q at once", got)
+			}
+			// A change the poll found is reloaded by the next poll at the latest, its
+			// quiet period left to pass.
+			got, ok = h.fireOnce(t, poll)
+			switch {
+			case tc.again == "" && ok:
+				t.Fatalf("reloaded %q again: the watcher took its own read for the content loaded", got)
+			case tc.again != "" && (!ok || got != tc.again):
+				t.Fatalf("after the reload read %q and the file became %q: reloaded %v, read %q; want a reload of %q", tc.between, tc.after, ok, got, tc.again)
+			}
+		})
 	}
 }
 

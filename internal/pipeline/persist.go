@@ -83,11 +83,30 @@ func (s *persister) update(f func(st *selfmetric.StorageStats)) {
 	f(&s.stats)
 }
 
+// dirMode is the mode the storage directory is made with.
+const dirMode = 0o750
+
 // takeLock takes the directory for this process if it has not yet (restore waited for it
-// at start); s.write must be held, or no snapshot be written yet.
+// at start), or no longer holds it; s.write must be held, or no snapshot be written yet.
+//
+// A directory removed or replaced while the exporter runs (or its lock file removed) took
+// the snapshot and the lock along: a restart would find no snapshot, and another exporter
+// given the directory made again would take it as free while this one went on writing
+// there. The loss is logged and counted as a failed snapshot, the directory made again
+// and its lock taken again; one another process took meanwhile is its own (ErrLocked),
+// and no snapshot is written there until it lets the directory go.
 func (s *persister) takeLock(log *slog.Logger) error {
 	if s.lock != nil {
-		return nil
+		if s.lock.Held(s.dir) {
+			return nil
+		}
+		s.lock.Release()
+		s.lock = nil
+		s.update(func(st *selfmetric.StorageStats) { st.Failures++ })
+		log.Error("the storage directory, or its lock file, was removed or replaced while the exporter ran: the snapshot went with it; making the directory again and taking its lock again", "dir", s.dir)
+		if err := os.MkdirAll(s.dir, dirMode); err != nil {
+			return fmt.Errorf("snapshot: %w", err)
+		}
 	}
 	l, err := storage.TakeLock(s.dir)
 	s.took(l, log)
@@ -122,7 +141,7 @@ func (s *persister) release() {
 // for the directory.
 func (p *Pipeline) restore(gen *generation) (map[string][]follow.Position, map[string][]pathParts, int64, error) {
 	s, log := p.storage, p.opts.Logger
-	made := os.MkdirAll(s.dir, 0o750)
+	made := os.MkdirAll(s.dir, dirMode)
 	if made != nil {
 		log.Warn("cannot make the storage directory: snapshots will fail until it can be written", "dir", s.dir, "err", made)
 	}

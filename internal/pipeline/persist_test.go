@@ -2103,3 +2103,99 @@ func TestStorageRestartCountsTruncationUnread(t *testing.T) {
 		t.Errorf("%v bytes lost counted after the rotation grace, want %d", lost(p), cut.Lost)
 	}
 }
+
+// TestStorageDirectoryLost: the storage directory removed or replaced while the exporter
+// runs, or its lock file removed, took the snapshot and the lock along. The next snapshot
+// logs it, counts it as a failure, makes the directory again and takes its lock again,
+// so that another exporter given the directory finds it taken; one another exporter took
+// meanwhile stays its own, unwritten, until it lets it go. Before, the lock stayed on a
+// file of no directory: snapshots failed without end in a directory removed, and in one
+// made again a second exporter took the lock while the first wrote its snapshots there.
+func TestStorageDirectoryLost(t *testing.T) {
+	cases := []struct {
+		name string
+		// lose loses the directory dir, and returns the lock of another exporter that
+		// took it meanwhile, if one did.
+		lose func(t *testing.T, dir string) *storage.Lock
+	}{
+		{"removed", func(t *testing.T, dir string) *storage.Lock {
+			if err := os.RemoveAll(dir); err != nil {
+				t.Fatal(err)
+			}
+			return nil
+		}},
+		{"lock file removed", func(t *testing.T, dir string) *storage.Lock {
+			if err := os.Remove(filepath.Join(dir, storage.LockName)); err != nil {
+				t.Fatal(err)
+			}
+			return nil
+		}},
+		{"replaced, taken by another exporter", func(t *testing.T, dir string) *storage.Lock {
+			if err := os.RemoveAll(dir); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Mkdir(dir, 0o750); err != nil {
+				t.Fatal(err)
+			}
+			l, err := storage.TakeLock(dir)
+			if err != nil {
+				t.Fatalf("another exporter takes the directory made again: %v", err)
+			}
+			t.Cleanup(l.Release)
+			return l
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "storage")
+			log := filepath.Join(t.TempDir(), "access.log")
+			var out syncbuf.Buffer
+			p := startStored(t, log, dir, &out, Options{SnapshotInterval: time.Hour})
+			persistLines(t, log, 1, 10)
+			waitCounted(t, p, 10)
+			if err := p.Snapshot(); err != nil {
+				t.Fatal(err)
+			}
+			other := tc.lose(t, dir)
+			snap := filepath.Join(dir, storage.FileName)
+			err := p.Snapshot()
+			if !strings.Contains(out.String(), "was removed or replaced while the exporter ran") {
+				t.Errorf("the loss is not logged:\n%s", out.String())
+			}
+			if other == nil {
+				if err != nil {
+					t.Fatalf("the snapshot after the loss: %v", err)
+				}
+				if _, err := os.Stat(snap); err != nil {
+					t.Errorf("no snapshot in the directory made again: %v", err)
+				}
+				if l, err := storage.TakeLock(dir); !errors.Is(err, storage.ErrLocked) {
+					if l != nil {
+						l.Release()
+					}
+					t.Errorf("another exporter takes the directory after the snapshot: %v, want ErrLocked", err)
+				}
+				if s := p.StorageStats(); s.Failures != 1 || s.Snapshots != 2 {
+					t.Errorf("storage stats %+v, want the loss counted as a failure beside two snapshots written", s)
+				}
+				return
+			}
+			if !errors.Is(err, storage.ErrLocked) {
+				t.Errorf("the snapshot in the directory another exporter took: %v, want ErrLocked", err)
+			}
+			if _, err := os.Stat(snap); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("a snapshot written in the directory another exporter holds (%v)", err)
+			}
+			if s := p.StorageStats(); s.Failures != 2 {
+				t.Errorf("storage stats %+v, want the loss and the refused snapshot counted as failures", s)
+			}
+			other.Release()
+			if err := p.Snapshot(); err != nil {
+				t.Fatalf("the snapshot once the other exporter let the directory go: %v", err)
+			}
+			if _, err := os.Stat(snap); err != nil {
+				t.Errorf("no snapshot once the other exporter let the directory go: %v", err)
+			}
+		})
+	}
+}

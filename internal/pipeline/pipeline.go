@@ -146,7 +146,7 @@ type Pipeline struct {
 	reloading sync.Mutex
 	// loadAgain reads and checks the rule file for ReloadFile (config.LoadAgain), under
 	// reloading and not under mu; a test holds a reload in it to see what waits on it.
-	loadAgain func(path string) (*config.Config, error)
+	loadAgain func(path string) (*config.Config, config.Read, error)
 	// buildAgain builds a reload's generation (newGeneration), under reloading and not
 	// under mu; a test holds a reload in it to see what waits on it.
 	buildAgain func(cfg *config.Config, prev *generation, opts Options) (*generation, error)
@@ -158,6 +158,8 @@ type Pipeline struct {
 	stopped     bool
 	reloadErr   error // why the last reload failed: refused, or *InputsNotStarted until retryInputs starts them; nil when it applied
 	lastSuccess time.Time
+	// lastRead is what the last ReloadFile read of the rule file, whether it applied or not.
+	lastRead config.Read
 	// notRunning are the inputs of the config in force that did not start: set by
 	// syncInputs as it applies a config, and kept while later reloads are refused.
 	notRunning []NotRunning
@@ -294,8 +296,21 @@ func (p *Pipeline) Expire() {
 func (p *Pipeline) ReloadFile() error {
 	p.reloading.Lock()
 	defer p.reloading.Unlock()
-	cfg, err := p.load()
+	cfg, read, err := p.load()
+	p.mu.Lock()
+	p.lastRead = read
+	p.mu.Unlock()
 	return p.apply(cfg, err)
+}
+
+// LastRead is what the last ReloadFile read of the rule file: the bytes it parsed,
+// applied or refused, or that it could read none. The watch of the file records it as the
+// content loaded, rather than its own read before the reload, which a save in between
+// makes another content.
+func (p *Pipeline) LastRead() config.Read {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.lastRead
 }
 
 // Reload swaps in cfg: rules whose definition did not change keep their window state,
@@ -332,7 +347,7 @@ func (p *Pipeline) apply(cfg *config.Config, err error) error {
 
 // load reads and checks the rule file in use again, a panic doing so (a bug) made a
 // *ReloadPanic error.
-func (p *Pipeline) load() (cfg *config.Config, err error) {
+func (p *Pipeline) load() (cfg *config.Config, read config.Read, err error) {
 	defer recoverReload(&err)
 	return p.loadAgain(p.gen.Load().cfg.File)
 }

@@ -28,17 +28,17 @@ import (
 func TestReloadPanicRefused(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		load func(path string) (*config.Config, error)
+		load func(path string) (*config.Config, config.Read, error)
 	}{
-		{"in the load", func(string) (*config.Config, error) { panic("a bug in the load") }},
-		{"in the build", func(path string) (*config.Config, error) {
-			cfg, err := config.LoadAgain(path)
+		{"in the load", func(string) (*config.Config, config.Read, error) { panic("a bug in the load") }},
+		{"in the build", func(path string) (*config.Config, config.Read, error) {
+			cfg, r, err := config.LoadAgain(path)
 			if err != nil {
-				return nil, err
+				return nil, r, err
 			}
 			// A candidate format of nil, as no load leaves it: the parser's build panics.
 			cfg.Rules[1].Candidates, cfg.Rules[1].Variants = []*logformat.Format{nil}, []*config.Rule{nil}
-			return cfg, nil
+			return cfg, r, nil
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

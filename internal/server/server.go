@@ -195,7 +195,10 @@ func Serve(cfg *config.Config, popts pipeline.Options, webFlags *web.FlagConfig,
 	if o.Watch != nil {
 		go func() {
 			err := o.Watch.Run(ctx, configwatch.Options{
-				Reload: func() { _ = o.reloads.Reload(ctx) },
+				Reload: func() config.Read {
+					_ = o.reloads.Reload(ctx)
+					return p.LastRead()
+				},
 				Settle: configWatchSettle,
 				Poll:   configWatchPoll,
 				After:  time.After,

@@ -207,5 +207,18 @@ func WaitLock(dir string, wait time.Duration, stop <-chan struct{}, waiting func
 	}
 }
 
+// Held reports whether the lock file at dir is still the file l holds. A directory
+// removed (rm -r, a volume cleaned) or replaced while the process runs, or its lock file
+// removed, takes the lock along: the file l holds is in no directory any more, and another
+// process given dir takes the one at its place, made again, as free.
+func (l *Lock) Held(dir string) bool {
+	at, err := os.Lstat(filepath.Join(dir, LockName))
+	if err != nil {
+		return false
+	}
+	held, err := l.f.Stat()
+	return err == nil && os.SameFile(at, held)
+}
+
 // Release lets the directory go.
 func (l *Lock) Release() { l.f.Close() }

@@ -94,6 +94,9 @@ type Options struct {
 	// received, when set (tests), is called by a socket's reading goroutine once it
 	// counted a datagram received, before the datagram is queued or dropped.
 	received func()
+	// stopping, when set (tests), is called by Stop once it told the socket's reader to
+	// stop, before it waits for it.
+	stopping func()
 }
 
 // defaultQuietInterval is Options.QuietInterval's default, the followers' poll interval.
@@ -291,7 +294,9 @@ func (l *Listener) read(c net.PacketConn) {
 	for {
 		n, oobn, flags, err := readMsg(buf, oob)
 		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
+			// Closed: a socket bound again in its place; past its deadline: Stop, which
+			// reads what the socket still holds itself (drainSocket).
+			if errors.Is(err, net.ErrClosed) || errors.Is(err, os.ErrDeadlineExceeded) {
 				return
 			}
 			l.errs.Add(1)
@@ -304,35 +309,78 @@ func (l *Listener) read(c net.PacketConn) {
 		if d, ok := dropCount(oob[:oobn]); ok {
 			l.observeDrops(d)
 		}
-		l.received.Add(1)
-		if l.opts.received != nil {
-			l.opts.received()
-		}
-		if n > l.opts.MaxLineBytes || flags&syscall.MSG_TRUNC != 0 {
-			l.tooLong.Add(1)
-			continue
-		}
-		if Blank(buf[:n]) {
-			continue
-		}
-		if l.queued.Load()+int64(n) > queueBytes {
-			l.droppedQueue.Add(1)
-			continue
-		}
-		var b []byte
-		select {
-		case b = <-l.free:
-		default:
-		}
-		b = append(b[:0], buf[:n]...)
-		l.queued.Add(int64(n))
-		select {
-		case l.queue <- b:
-		default:
-			l.queued.Add(-int64(n))
-			l.droppedQueue.Add(1)
-		}
+		l.take(buf, n, flags, false)
 	}
+}
+
+// take counts the datagram of n bytes read into buf (with the read's flags) received and
+// queues it for the handler, or drops it: too long, blank, or past the queue's bounds.
+// With wait, a full queue is waited on rather than dropped from: Stop's drainSocket,
+// whose datagrams the handler's goroutine hands on as Stop waits for it.
+func (l *Listener) take(buf []byte, n, flags int, wait bool) {
+	l.received.Add(1)
+	if l.opts.received != nil {
+		l.opts.received()
+	}
+	if n > l.opts.MaxLineBytes || flags&syscall.MSG_TRUNC != 0 {
+		l.tooLong.Add(1)
+		return
+	}
+	if Blank(buf[:n]) {
+		return
+	}
+	if l.queued.Load()+int64(n) > queueBytes {
+		l.droppedQueue.Add(1)
+		return
+	}
+	var b []byte
+	select {
+	case b = <-l.free:
+	default:
+	}
+	b = append(b[:0], buf[:n]...)
+	l.queued.Add(int64(n))
+	if wait {
+		l.queue <- b
+		return
+	}
+	select {
+	case l.queue <- b:
+	default:
+		l.queued.Add(-int64(n))
+		l.droppedQueue.Add(1)
+	}
+}
+
+// drainSocket takes the datagrams c's receive buffer still holds once its reader
+// stopped, at most as many as the queue holds, so that those sent before Stop are handed
+// on as the queue's are, rather than lost with the socket unseen by any counter (a
+// follower stops without losing what its files hold: its positions keep it). Those sent
+// past the bound, or once it is reached, are lost as those sent to a closed socket are.
+// It reads without waiting, and without a control buffer, as the reader of a unix socket
+// does (readMsgOf); a UDP socket's drops meanwhile are read from the kernel (Arrivals).
+func (l *Listener) drainSocket(c net.PacketConn) {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return
+	}
+	buf := make([]byte, l.readBytes)
+	_ = raw.Control(func(fd uintptr) {
+		for range cap(l.queue) {
+			n, _, flags, _, err := syscall.Recvmsg(int(fd), buf, nil, syscall.MSG_DONTWAIT)
+			if errors.Is(err, syscall.EINTR) {
+				continue
+			}
+			if err != nil {
+				return // EAGAIN: nothing more queued
+			}
+			l.take(buf, n, flags, true)
+		}
+	})
 }
 
 // readMsgOf is c's ReadMsgUDP or ReadMsgUnix, which reports the flags (MSG_TRUNC) and
@@ -503,15 +551,24 @@ func (l *Listener) readDrops() {
 	}
 }
 
-// Stop closes the socket, hands on what is queued (then calls Options.Stopped), waits for
-// the goroutines and removes the unix socket file, unless another has replaced it
-// meanwhile.
+// Stop stops reading the socket, hands on what is queued, in the socket's receive
+// buffer too (drainSocket), then calls Options.Stopped, waits for the goroutines, closes
+// the socket and removes the unix socket file, unless another has replaced it meanwhile.
 func (l *Listener) Stop() {
 	l.stopOnce.Do(func() {
 		close(l.stop)
 		l.checking.Wait() // no socket is bound again from here on
-		l.conn.Close()
+		// A deadline, not the close, stops the reader: the close would throw away what
+		// the kernel still holds for the socket.
+		if err := l.conn.SetReadDeadline(time.Now()); err != nil {
+			l.conn.Close()
+		}
+		if l.opts.stopping != nil {
+			l.opts.stopping()
+		}
 		l.readers.Wait()
+		l.drainSocket(l.conn)
+		l.conn.Close()
 		close(l.queue)
 		l.wg.Wait()
 		if l.unixPath == "" {

@@ -570,3 +570,39 @@ func TestObserveDrops(t *testing.T) {
 		})
 	}
 }
+
+// Stop hands on the datagrams the socket's receive buffer still holds, as it does those
+// of its queue, and counts them received: sent before the input stopped (a shutdown, a
+// reload that removes the input), they were lost with the socket, counted nowhere. The
+// reader is held on the first datagram while the others wait in the kernel's buffer,
+// and let go only once Stop told it to stop.
+func TestStopDrainsSocket(t *testing.T) {
+	for _, network := range []string{"unixgram", "udp"} {
+		t.Run(network, func(t *testing.T) {
+			addr := filepath.Join(t.TempDir(), "s.sock")
+			if network == "udp" {
+				addr = "127.0.0.1:0"
+			}
+			held, release := make(chan struct{}), make(chan struct{})
+			var once sync.Once
+			c := newCollector()
+			l := listen(t, Options{Network: network, Addr: addr,
+				received: func() { once.Do(func() { close(held); <-release }) },
+				stopping: func() { close(release) },
+			}, c.handle)
+			if network == "udp" {
+				addr = l.conn.LocalAddr().String()
+			}
+			sent := []string{"a", "b", "c", "d", "e"}
+			syslogtest.Send(t, network, addr, sent...)
+			<-held
+			l.Stop()
+			if got := c.snapshot(); !slices.Equal(got, sent) {
+				t.Errorf("handed on by the time Stop returned: %q, want %q", got, sent)
+			}
+			if s := l.Stats(); received(s) != uint64(len(sent)) || s.LinesRead != uint64(len(sent)) {
+				t.Errorf("%d datagrams received, %d lines, want %d of each", received(s), s.LinesRead, len(sent))
+			}
+		})
+	}
+}
