@@ -231,9 +231,14 @@ func TestBadConfigs(t *testing.T) {
 			`:15: rule "d": windows: the list is empty; give at least one window (e.g. [1m, 5m])`,
 			// Past what a duration holds: its error said it was no duration.
 			`:18: rule "e": windows: 100000000000h: longer than the longest supported window (366 days)`,
+			// More digits than a number holds: it said the window was no duration.
+			`:21: rule "f": windows: 1000000000000000000000s: longer than the longest supported window (366 days)`,
 		},
 		"counter_ttl_range.yaml": {
 			`:2: global: counter_ttl: 1000000y is longer than a duration holds (about 292 years); write 0 to keep counters while the process lives`,
+		},
+		"counter_ttl_digits.yaml": {
+			`:2: global: counter_ttl: 1000000000000000000000s is longer than a duration holds (about 292 years); write 0 to keep counters while the process lives`,
 		},
 		"missing_comma.yaml": {
 			`:8: rule "leading": windows: "5m 15m" is written over two lines with no comma between them (from line 7), which YAML reads as one item; put a comma between its parts`,

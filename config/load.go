@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"regexp"
 	"slices"
@@ -464,15 +465,15 @@ func (d *decoder) global(e entry, g *Global) {
 	}
 	if e, ok := find(entries, "counter_ttl"); ok {
 		s, ok := d.scalar(e, "global", "counter_ttl")
-		md, err := model.ParseDuration(s)
+		ttl, err := parseDuration(s)
 		switch {
 		case !ok:
-		case tooLong(err):
+		case errors.Is(err, errTooLong):
 			d.add(e.key.Line, "global", "counter_ttl: %s is longer than a duration holds (about 292 years); write 0 to keep counters while the process lives", s)
 		case err != nil:
 			d.add(e.key.Line, "global", "counter_ttl: %q is not a duration (write e.g. 24h, 7d, or 0 to keep counters while the process lives)", s)
 		default:
-			g.CounterTTL = time.Duration(md)
+			g.CounterTTL = ttl
 		}
 	}
 	if m, ok := find(entries, "max_series_per_rule"); ok {
@@ -492,10 +493,37 @@ func (d *decoder) global(e entry, g *Global) {
 	}
 }
 
-// tooLong reports whether err is model.ParseDuration's of a duration written right but
-// past what a time.Duration holds (100000000000h), which is no typo to point at.
-func tooLong(err error) bool {
-	return err != nil && strings.HasSuffix(err.Error(), "out of range")
+// errTooLong is parseDuration's error for a duration written right but past what a
+// time.Duration holds (100000000000h), which is no typo to point at.
+var errTooLong = errors.New("longer than a duration holds")
+
+// digitRun is a number of a duration, each replaced by 1 to tell a number past what
+// model.ParseDuration reads from a duration written wrong.
+var digitRun = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[0-9]+`) })
+
+// parseDuration is model.ParseDuration, whose error is errTooLong for a duration written
+// right with a number too large: past what a time.Duration holds, or with more digits
+// than a uint64 holds (1000000000000000000000s), which model.ParseDuration words as one
+// written wrong.
+func parseDuration(s string) (time.Duration, error) {
+	md, err := model.ParseDuration(s)
+	if err == nil {
+		return time.Duration(md), nil
+	}
+	if _, small := model.ParseDuration(digitRun().ReplaceAllLiteralString(s, "1")); small == nil || strings.HasSuffix(err.Error(), "out of range") {
+		return 0, errTooLong
+	}
+	return 0, err
+}
+
+// windowReason is why the wheels cannot serve window w, in windows.CheckWindow's words;
+// "" when they can.
+func windowReason(w time.Duration) string {
+	var we *windows.WindowError
+	if errors.As(windows.CheckWindow(w), &we) {
+		return we.Reason
+	}
+	return ""
 }
 
 // windows decodes a list of Prometheus durations and checks the wheels can serve them. It
@@ -522,9 +550,11 @@ func (d *decoder) windows(e entry, subject string) ([]time.Duration, []string, b
 	}
 	parsed := make([]window, 0, len(texts))
 	for _, t := range texts {
-		md, err := model.ParseDuration(t)
-		if tooLong(err) {
-			d.add(e.key.Line, subject, "windows: %s: longer than the longest supported window (%d days)", t, windows.MaxWindow/(24*time.Hour))
+		w, err := parseDuration(t)
+		if errors.Is(err, errTooLong) {
+			// Past any duration is past the longest window: the longest duration of whole
+			// seconds is judged for it.
+			d.add(e.key.Line, subject, "windows: %s: %s", t, windowReason(time.Duration(math.MaxInt64).Truncate(time.Second)))
 			ok = false
 			continue
 		}
@@ -533,7 +563,7 @@ func (d *decoder) windows(e entry, subject string) ([]time.Duration, []string, b
 			ok = false
 			continue
 		}
-		parsed = append(parsed, window{time.Duration(md), t})
+		parsed = append(parsed, window{w, t})
 	}
 	if !ok {
 		return nil, nil, false
@@ -553,13 +583,9 @@ func (d *decoder) windows(e entry, subject string) ([]time.Duration, []string, b
 		}
 	}
 	for i, w := range ws {
-		err := windows.CheckWindow(w)
-		if we := (*windows.WindowError)(nil); errors.As(err, &we) {
+		if reason := windowReason(w); reason != "" {
 			// The window as written: 400d, not the 9600h0m0s Go would write.
-			d.add(e.key.Line, subject, "windows: %s: %s", names[i], we.Reason)
-			return nil, nil, false
-		} else if err != nil {
-			d.add(e.key.Line, subject, "windows: %s", err)
+			d.add(e.key.Line, subject, "windows: %s: %s", names[i], reason)
 			return nil, nil, false
 		}
 	}
