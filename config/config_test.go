@@ -496,19 +496,24 @@ func TestBadConfigs(t *testing.T) {
 		},
 		"syslog.yaml": {
 			`:4: input "both": path and syslog: an input reads a file or a socket, not both; make two inputs`,
-			`:5: input "relative": syslog: "unixgram://run/x.sock": a unix socket needs an absolute path, e.g. unixgram:///run/logwindow/nginx.sock`,
+			`:5: input "relative": syslog: "unixgram://run/x.sock": a unix socket needs an absolute path, after three slashes: unixgram:///run/x.sock`,
 			`:6: input "relative": socket_mode: applies only to a syslog: unixgram:// socket`,
 			`:8: input "tcp": syslog: "tcp://127.0.0.1:514": the scheme is unixgram:// or udp://, not "tcp"`,
 			`:12: input "twice": syslog: "udp://127.0.0.1:5140" is already received on by the input on line 10`,
 			`:13: input "twice": start_at: applies to file inputs (path:), not to a syslog input`,
 			`:16: input "udp mode": socket_mode: applies only to a syslog: unixgram:// socket`,
-			`:19: input "mode": socket_mode: "0999" is not an octal permission like '0660' (quote it, or YAML reads 0660 as a number)`,
+			`:19: input "mode": socket_mode: "0999" is not an octal permission like '0660': its digits are 0 to 7`,
 			`:21: input "spelled otherwise": syslog: "unixgram:///run/./x.sock" is already received on by the input on line 18`,
 			// A socket on every address takes its port on each: binding it beside one on an
 			// address of it, or the other way round, fails.
 			`:23: input "every address": syslog: "udp://0.0.0.0:5140" overlaps the input on line 10: a UDP socket on every address takes port 5140 on each, and binding the second would fail`,
 			`:27: input "one address of it": syslog: "udp://127.0.0.1:5142" overlaps the input on line 25: a UDP socket on every address takes port 5142 on each, and binding the second would fail`,
 			`:29: input "the v6 loopback beside it": syslog: "udp://[::1]:5140" overlaps the input on line 23: a UDP socket on every address takes port 5140 on each, and binding the second would fail`,
+			// url.Parse's refusal of a port that is no number said "is not a URL".
+			`:33: input "service name": syslog: "udp://127.0.0.1:syslog": the port is a number from 1 to 65535 (nginx's server= takes no service name), not "syslog"`,
+			// It said "is not an octal permission" of a mode that is one.
+			`:36: input "no write for anyone": socket_mode: "0000" lets no one send: a sender needs write permission on the socket, e.g. '0660'`,
+			`:39: input "wrapped": wrapper: cri reads the lines a container runtime writes to a pod's log files (path: /var/log/pods/...); a syslog input receives messages no runtime wrapped: leave wrapper out`,
 		},
 	}
 	files, err := filepath.Glob("testdata/bad/*.yaml")
