@@ -393,6 +393,8 @@ func TestBadConfigs(t *testing.T) {
 			`:19: rule "unsorted": buckets: +Inf: every bound must be finite (the +Inf bucket is always there)`,
 			`:23: rule "duplicate": buckets: 0.1 is listed twice`,
 			`:27: rule "empty": buckets: the list is empty; give the upper bounds (e.g. [0.01, 0.1, 1])`,
+			// Past what a float holds: its parse error said it was no number.
+			`:31: rule "huge": buckets: 1e400 is too large a number (the largest is about 1.8e308)`,
 		},
 		"timestamps.yaml": {
 			`:4: rule "a": timestamp: layout: "Jan _2 15:04:05" does not give a full date and time to the second; write it with Go's reference time, e.g. '02/Jan/2006:15:04:05 -0700' for nginx`,
@@ -427,7 +429,8 @@ func TestBadConfigs(t *testing.T) {
 			`:6: input "other": path: is missing; give the file or glob to follow (or syslog: a socket to receive on)`,
 			`:7: input "other": start_at: "middle" is neither end nor beginning`,
 			`:8: input #4: path: "/var/log/a.log" is already followed by the input on line 3 (its lines would count twice)`,
-			`:9: input #5: path: "/var/log/[a.log" is not a valid glob: syntax error in pattern`,
+			// Go's own error said "syntax error in pattern".
+			`:9: input #5: path: "/var/log/[a.log" is not a valid glob: it has a [ that no ] closes, at "[a.log"; a [ of the name itself is written \[`,
 			`:10: input #6: path: "/var/log/a\x00.log" holds a NUL byte, which no file name has: it matches no file, ever`,
 			`:14: rule "a": inputs: no input is named "wbe" (did you mean "web"?) (named inputs: other, web)`,
 			`:14: rule "a": inputs: "web" is listed twice`,
@@ -469,6 +472,7 @@ func TestBadConfigs(t *testing.T) {
 			`:26: rule "initial_top": initial #2: path is the top label, whose values are ranked rather than kept as label sets; leave it out`,
 			`:30: rule "not_a_mapping": top: must be a mapping, not a single value`,
 			`:34: rule "constant": top: label: the template of service, 'web', refers to no capture: every line gives it the same value, so it would rank 1 value; rank a label taken from the line`,
+			`:38: rule "huge_min": top: min: 1e400 is too large a number (the largest is about 1.8e308)`,
 		},
 		// An input's log format refused is the one error: the rules reading the input are
 		// not also told that it has none.

@@ -323,7 +323,7 @@ func (d *decoder) path(path string, line int, subject string, sources map[string
 		return
 	}
 	if _, err := filepath.Match(path, ""); err != nil {
-		d.add(line, subject, "path: %q is not a valid glob: %s", path, err)
+		d.add(line, subject, "path: %q is not a valid glob: it %s", path, globFault(path))
 		return
 	}
 	if err := UnlistedElement(path); err != nil {
@@ -341,6 +341,34 @@ func (d *decoder) path(path string, line int, subject string, sources map[string
 	}
 	sources[key] = line
 	d.shellPath(path, line, subject)
+}
+
+// globFault says what in path, a glob filepath.Match refuses, is wrong: its error says
+// only "syntax error in pattern".
+func globFault(path string) string {
+	const literal = `; a [ of the name itself is written \[`
+	for i := 0; i < len(path); i++ {
+		switch path[i] {
+		case '\\':
+			if i+1 == len(path) {
+				return `ends in a \ that escapes nothing (a \ of the name itself is written \\)`
+			}
+			i++
+		case '[':
+			j := i + 1
+			for j < len(path) && path[j] != ']' {
+				if path[j] == '\\' {
+					j++
+				}
+				j++
+			}
+			if j >= len(path) {
+				return fmt.Sprintf("has a [ that no ] closes, at %q%s", path[i:], literal)
+			}
+			i = j
+		}
+	}
+	return "has a [...] class that is empty, or has a - or ] where a character belongs" + literal
 }
 
 // UnlistedElement refuses a glob with a ".", ".." or empty element after its first

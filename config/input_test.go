@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"io/fs"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -344,6 +345,32 @@ func TestSocketMode(t *testing.T) {
 			cfg := parseWarned(t, "c.yaml", text, c.warn)
 			if got := cfg.Inputs[0].Syslog.SocketMode; got != c.want {
 				t.Errorf("mode %v, want %v", got, c.want)
+			}
+		})
+	}
+}
+
+// TestGlobFault: a path filepath.Match refuses is refused saying what in it is wrong,
+// where Go's error says "syntax error in pattern" of each.
+func TestGlobFault(t *testing.T) {
+	const literal = `; a [ of the name itself is written \[`
+	const class = `has a [...] class that is empty, or has a - or ] where a character belongs` + literal
+	for _, c := range []struct{ path, want string }{
+		{"/var/log/[a.log", `has a [ that no ] closes, at "[a.log"` + literal},
+		{"/var/log/[ab]/[c.log", `has a [ that no ] closes, at "[c.log"` + literal},
+		{`/var/log/[a\]`, `has a [ that no ] closes, at "[a\\]"` + literal},
+		{`/var/log/a\`, `ends in a \ that escapes nothing (a \ of the name itself is written \\)`},
+		{"/var/log/[]a].log", class},
+		{"/var/log/[-a].log", class},
+	} {
+		t.Run(c.path, func(t *testing.T) {
+			if _, err := filepath.Match(c.path, ""); err == nil {
+				t.Fatalf("filepath.Match takes %q", c.path)
+			}
+			_, err := Parse([]byte(fmt.Sprintf("inputs: [{path: '%s'}]\nrules:\n  - {name: r, match: x}\n", c.path)), "c.yaml")
+			want := fmt.Sprintf("c.yaml:1: input #1: path: %q is not a valid glob: it %s", c.path, c.want)
+			if fmt.Sprint(err) != want {
+				t.Errorf("got:\n%v\nwant:\n%s", err, want)
 			}
 		})
 	}
