@@ -55,6 +55,8 @@ func parseSocketAddress(s string) (SocketAddress, error) {
 	return a, nil
 }
 
+// isControl reports whether r is an ASCII control character: a YAML escape ("\n", "\0")
+// put it in the address, where no sender's address has one.
 func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
 
 // noScheme words the error of an address without "://": nginx's own spelling of the
