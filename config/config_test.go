@@ -224,7 +224,7 @@ func TestBadConfigs(t *testing.T) {
 			`:8: rule #2: must be a mapping, not a single value`,
 		},
 		"durations.yaml": {
-			`:2: global: windows: "5 minutes" is not a duration (write e.g. 30s, 5m, 1h, 1d)`,
+			`:2: global: windows: "5 minutes" is not a duration: it has a space (write e.g. 30s, 5m, 1h, 1d)`,
 			`:6: rule "a": windows: 500ms: shorter than 1s`,
 			`:9: rule "b": windows: 400d: longer than the longest supported window (366 days)`,
 			`:12: rule "c": windows: 1m and 60s are the same window; list it once`,
@@ -244,7 +244,7 @@ func TestBadConfigs(t *testing.T) {
 			`:8: rule "leading": windows: "5m 15m" is written over two lines with no comma between them (from line 7), which YAML reads as one item; put a comma between its parts`,
 			`:12: rule "leading": aggregations: "max min" is written over two lines with no comma between them (from line 11), which YAML reads as one item; put a comma between its parts`,
 			`:17: rule "trailing": inputs: "api web" is written over two lines with no comma between them (from line 16), which YAML reads as one item; put a comma between its parts`,
-			`:20: rule "one_line": windows: "1m 5m" is not a duration (write e.g. 30s, 5m, 1h, 1d)`,
+			`:20: rule "one_line": windows: "1m 5m" is not a duration: it has a space (write e.g. 30s, 5m, 1h, 1d)`,
 		},
 		"global.yaml": {
 			`:2: global: windows: the list is empty; give at least one window (e.g. [1m, 5m])`,
@@ -410,7 +410,7 @@ func TestBadConfigs(t *testing.T) {
 			`:31: rule "utc_after_fraction": timestamp: location: layout "2006-01-02T15:04:05.000Z" writes a literal Z, which says its times are UTC; location would read them in another zone: leave it out (or, if the log writes an offset where it is not UTC, write Z07:00 in the layout)`,
 		},
 		"initial.yaml": {
-			`:3: global: counter_ttl: "a while" is not a duration (write e.g. 24h, 7d, or 0 to keep counters while the process lives)`,
+			`:3: global: counter_ttl: "a while" is not a duration: it holds no number (write e.g. 24h, 7d, or 0 to keep counters while the process lives)`,
 			`:8: rule "a": initial: 3 label sets, more than max_series_per_rule (2), which they count against`,
 			`:10: rule "a": initial #2: "metod" is not a label of the rule (did you mean "method"?) (labels: method, status)`,
 			`:10: rule "a": initial #2: gives no value for method; give every label of the rule`,
@@ -1057,6 +1057,34 @@ func TestLongValuesShown(t *testing.T) {
 			}
 			if len(msgs) != 1 || !strings.HasPrefix(msgs[0], c.want) || len(msgs[0]) > maxShownBytes+1024 {
 				t.Errorf("got %d messages, the first %.3000s (%d bytes)\nwant one starting %s", len(msgs), msgs[0], len(msgs[0]), c.want)
+			}
+		})
+	}
+}
+
+// TestDurationFaults: a window or counter_ttl that is no duration says what is wrong in
+// it, where model.ParseDuration says only that it is not valid.
+func TestDurationFaults(t *testing.T) {
+	const units = "(ms, s, m, h, d, w or y)"
+	for _, c := range []struct{ in, want string }{
+		{"5 minutes", "it has a space"},
+		{"a while", "it holds no number"},
+		{"-1m", "it is negative"},
+		{"1.5m", "a unit takes a whole number (90s, not 1.5m)"},
+		{"5min", `"min" is no unit ` + units},
+		{"5M", `"M" is no unit ` + units},
+		{"300", "its last number has no unit " + units},
+		{"1h30", "its last number has no unit " + units},
+		{"5m1h", "its units go from the largest to the smallest, each once (1h30m)"},
+		{"1h1h", "its units go from the largest to the smallest, each once (1h30m)"},
+		{"m5", `"m" has no number before it`},
+	} {
+		t.Run(c.in, func(t *testing.T) {
+			_, err := Parse([]byte(fmt.Sprintf("global: {windows: ['%s'], counter_ttl: '%[1]s'}\nrules:\n  - {name: r, match: x}\n", c.in)), "c.yaml")
+			want := fmt.Sprintf("c.yaml:1: global: windows: %q is not a duration: %s (write e.g. 30s, 5m, 1h, 1d)\n", c.in, c.want) +
+				fmt.Sprintf("c.yaml:1: global: counter_ttl: %q is not a duration: %s (write e.g. 24h, 7d, or 0 to keep counters while the process lives)", c.in, c.want)
+			if fmt.Sprint(err) != want {
+				t.Errorf("got:\n%v\nwant:\n%s", err, want)
 			}
 		})
 	}

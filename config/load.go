@@ -471,7 +471,7 @@ func (d *decoder) global(e entry, g *Global) {
 		case errors.Is(err, errTooLong):
 			d.add(e.key.Line, "global", "counter_ttl: %s is longer than a duration holds (about 292 years); write 0 to keep counters while the process lives", s)
 		case err != nil:
-			d.add(e.key.Line, "global", "counter_ttl: %q is not a duration (write e.g. 24h, 7d, or 0 to keep counters while the process lives)", s)
+			d.add(e.key.Line, "global", "counter_ttl: %q is not a duration: %v (write e.g. 24h, 7d, or 0 to keep counters while the process lives)", s, err)
 		default:
 			g.CounterTTL = ttl
 		}
@@ -504,7 +504,8 @@ var digitRun = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(
 // parseDuration is model.ParseDuration, whose error is errTooLong for a duration written
 // right with a number too large: past what a time.Duration holds, or with more digits
 // than a uint64 holds (1000000000000000000000s), which model.ParseDuration words as one
-// written wrong.
+// written wrong. Another error says what is wrong, for a message that quotes the
+// duration before it: model.ParseDuration's says only that it is not valid.
 func parseDuration(s string) (time.Duration, error) {
 	md, err := model.ParseDuration(s)
 	if err == nil {
@@ -513,7 +514,50 @@ func parseDuration(s string) (time.Duration, error) {
 	if _, small := model.ParseDuration(digitRun().ReplaceAllLiteralString(s, "1")); small == nil || strings.HasSuffix(err.Error(), "out of range") {
 		return 0, errTooLong
 	}
-	return 0, err
+	return 0, errors.New(durationFault(s))
+}
+
+// durationUnits are the units of a duration, the largest first.
+var durationUnits = []string{"y", "w", "d", "h", "m", "s", "ms"}
+
+// durationFault says what makes s, which model.ParseDuration refuses, no duration.
+func durationFault(s string) string {
+	switch {
+	case s == "":
+		return "it is empty"
+	case !strings.ContainsAny(s, "0123456789"):
+		return "it holds no number"
+	case strings.HasPrefix(s, "-"):
+		return "it is negative"
+	case strings.ContainsAny(s, " \t"):
+		return "it has a space"
+	case strings.Contains(s, "."):
+		return "a unit takes a whole number (90s, not 1.5m)"
+	}
+	last := -1 // index in durationUnits of the unit before
+	for rest := s; rest != ""; {
+		digits := len(rest) - len(strings.TrimLeft(rest, "0123456789"))
+		rest = rest[digits:]
+		unit := rest
+		if i := strings.IndexAny(rest, "0123456789"); i >= 0 {
+			unit = rest[:i]
+		}
+		rest = rest[len(unit):]
+		at := slices.Index(durationUnits, unit)
+		switch {
+		case digits == 0:
+			return fmt.Sprintf("%q has no number before it", unit)
+		case unit == "":
+			return "its last number has no unit (ms, s, m, h, d, w or y)"
+		case at < 0:
+			return fmt.Sprintf("%q is no unit (ms, s, m, h, d, w or y)", unit)
+		case at <= last:
+			return "its units go from the largest to the smallest, each once (1h30m)"
+		}
+		last = at
+	}
+	// model.ParseDuration refused it for a reason not looked for here.
+	return "it is written wrong"
 }
 
 // windowReason is why the wheels cannot serve window w, in windows.CheckWindow's words;
@@ -559,7 +603,7 @@ func (d *decoder) windows(e entry, subject string) ([]time.Duration, []string, b
 			continue
 		}
 		if err != nil {
-			d.add(e.key.Line, subject, "windows: %q is not a duration (write e.g. 30s, 5m, 1h, 1d)", t)
+			d.add(e.key.Line, subject, "windows: %q is not a duration: %v (write e.g. 30s, 5m, 1h, 1d)", t, err)
 			ok = false
 			continue
 		}
