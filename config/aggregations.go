@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"math"
 	"slices"
 	"strconv"
@@ -118,6 +119,10 @@ func (rd *ruleDecoder) distribution(entries []entry, r *Rule, isValue bool) {
 	}
 }
 
+// tooLargeNumber is what a number written right but past what a float64 holds is: its
+// parse error said it was no number.
+const tooLargeNumber = "too large a number (the largest is about 1.8e308)"
+
 // numbers reads a list of at most limit numbers.
 func (rd *ruleDecoder) numbers(e entry, what string, limit int) ([]float64, bool) {
 	if rd.tooMany(e, rd.subject, items(e.val), limit, what, "a rule") {
@@ -127,6 +132,11 @@ func (rd *ruleDecoder) numbers(e entry, what string, limit int) ([]float64, bool
 	out := make([]float64, 0, len(texts))
 	for _, t := range texts {
 		f, err := strconv.ParseFloat(t, 64)
+		if errors.Is(err, strconv.ErrRange) {
+			rd.add(e.key.Line, rd.subject, "%s: %s is %s", what, t, tooLargeNumber)
+			ok = false
+			continue
+		}
 		if err != nil || math.IsNaN(f) {
 			rd.add(e.key.Line, rd.subject, "%s: %q is not a number", what, t)
 			ok = false

@@ -224,22 +224,27 @@ func TestBadConfigs(t *testing.T) {
 			`:8: rule #2: must be a mapping, not a single value`,
 		},
 		"durations.yaml": {
-			`:2: global: windows: "5 minutes" is not a duration (write e.g. 30s, 5m, 1h, 1d)`,
+			`:2: global: windows: "5 minutes" is not a duration: it has a space (write e.g. 30s, 5m, 1h, 1d)`,
 			`:6: rule "a": windows: 500ms: shorter than 1s`,
 			`:9: rule "b": windows: 400d: longer than the longest supported window (366 days)`,
 			`:12: rule "c": windows: 1m and 60s are the same window; list it once`,
 			`:15: rule "d": windows: the list is empty; give at least one window (e.g. [1m, 5m])`,
 			// Past what a duration holds: its error said it was no duration.
 			`:18: rule "e": windows: 100000000000h: longer than the longest supported window (366 days)`,
+			// More digits than a number holds: it said the window was no duration.
+			`:21: rule "f": windows: 1000000000000000000000s: longer than the longest supported window (366 days)`,
 		},
 		"counter_ttl_range.yaml": {
 			`:2: global: counter_ttl: 1000000y is longer than a duration holds (about 292 years); write 0 to keep counters while the process lives`,
+		},
+		"counter_ttl_digits.yaml": {
+			`:2: global: counter_ttl: 1000000000000000000000s is longer than a duration holds (about 292 years); write 0 to keep counters while the process lives`,
 		},
 		"missing_comma.yaml": {
 			`:8: rule "leading": windows: "5m 15m" is written over two lines with no comma between them (from line 7), which YAML reads as one item; put a comma between its parts`,
 			`:12: rule "leading": aggregations: "max min" is written over two lines with no comma between them (from line 11), which YAML reads as one item; put a comma between its parts`,
 			`:17: rule "trailing": inputs: "api web" is written over two lines with no comma between them (from line 16), which YAML reads as one item; put a comma between its parts`,
-			`:20: rule "one_line": windows: "1m 5m" is not a duration (write e.g. 30s, 5m, 1h, 1d)`,
+			`:20: rule "one_line": windows: "1m 5m" is not a duration: it has a space (write e.g. 30s, 5m, 1h, 1d)`,
 		},
 		"global.yaml": {
 			`:2: global: windows: the list is empty; give at least one window (e.g. [1m, 5m])`,
@@ -388,6 +393,8 @@ func TestBadConfigs(t *testing.T) {
 			`:19: rule "unsorted": buckets: +Inf: every bound must be finite (the +Inf bucket is always there)`,
 			`:23: rule "duplicate": buckets: 0.1 is listed twice`,
 			`:27: rule "empty": buckets: the list is empty; give the upper bounds (e.g. [0.01, 0.1, 1])`,
+			// Past what a float holds: its parse error said it was no number.
+			`:31: rule "huge": buckets: 1e400 is too large a number (the largest is about 1.8e308)`,
 		},
 		"timestamps.yaml": {
 			`:4: rule "a": timestamp: layout: "Jan _2 15:04:05" does not give a full date and time to the second; write it with Go's reference time, e.g. '02/Jan/2006:15:04:05 -0700' for nginx`,
@@ -403,7 +410,7 @@ func TestBadConfigs(t *testing.T) {
 			`:31: rule "utc_after_fraction": timestamp: location: layout "2006-01-02T15:04:05.000Z" writes a literal Z, which says its times are UTC; location would read them in another zone: leave it out (or, if the log writes an offset where it is not UTC, write Z07:00 in the layout)`,
 		},
 		"initial.yaml": {
-			`:3: global: counter_ttl: "a while" is not a duration (write e.g. 24h, 7d, or 0 to keep counters while the process lives)`,
+			`:3: global: counter_ttl: "a while" is not a duration: it holds no number (write e.g. 24h, 7d, or 0 to keep counters while the process lives)`,
 			`:8: rule "a": initial: 3 label sets, more than max_series_per_rule (2), which they count against`,
 			`:10: rule "a": initial #2: "metod" is not a label of the rule (did you mean "method"?) (labels: method, status)`,
 			`:10: rule "a": initial #2: gives no value for method; give every label of the rule`,
@@ -422,7 +429,8 @@ func TestBadConfigs(t *testing.T) {
 			`:6: input "other": path: is missing; give the file or glob to follow (or syslog: a socket to receive on)`,
 			`:7: input "other": start_at: "middle" is neither end nor beginning`,
 			`:8: input #4: path: "/var/log/a.log" is already followed by the input on line 3 (its lines would count twice)`,
-			`:9: input #5: path: "/var/log/[a.log" is not a valid glob: syntax error in pattern`,
+			// Go's own error said "syntax error in pattern".
+			`:9: input #5: path: "/var/log/[a.log" is not a valid glob: it has a [ that no ] closes, at "[a.log"; a [ of the name itself is written \[`,
 			`:10: input #6: path: "/var/log/a\x00.log" holds a NUL byte, which no file name has: it matches no file, ever`,
 			`:14: rule "a": inputs: no input is named "wbe" (did you mean "web"?) (named inputs: other, web)`,
 			`:14: rule "a": inputs: "web" is listed twice`,
@@ -464,6 +472,7 @@ func TestBadConfigs(t *testing.T) {
 			`:26: rule "initial_top": initial #2: path is the top label, whose values are ranked rather than kept as label sets; leave it out`,
 			`:30: rule "not_a_mapping": top: must be a mapping, not a single value`,
 			`:34: rule "constant": top: label: the template of service, 'web', refers to no capture: every line gives it the same value, so it would rank 1 value; rank a label taken from the line`,
+			`:38: rule "huge_min": top: min: 1e400 is too large a number (the largest is about 1.8e308)`,
 		},
 		// An input's log format refused is the one error: the rules reading the input are
 		// not also told that it has none.
@@ -491,19 +500,24 @@ func TestBadConfigs(t *testing.T) {
 		},
 		"syslog.yaml": {
 			`:4: input "both": path and syslog: an input reads a file or a socket, not both; make two inputs`,
-			`:5: input "relative": syslog: "unixgram://run/x.sock": a unix socket needs an absolute path, e.g. unixgram:///run/logwindow/nginx.sock`,
+			`:5: input "relative": syslog: "unixgram://run/x.sock": a unix socket needs an absolute path, after three slashes: unixgram:///run/x.sock`,
 			`:6: input "relative": socket_mode: applies only to a syslog: unixgram:// socket`,
 			`:8: input "tcp": syslog: "tcp://127.0.0.1:514": the scheme is unixgram:// or udp://, not "tcp"`,
 			`:12: input "twice": syslog: "udp://127.0.0.1:5140" is already received on by the input on line 10`,
 			`:13: input "twice": start_at: applies to file inputs (path:), not to a syslog input`,
 			`:16: input "udp mode": socket_mode: applies only to a syslog: unixgram:// socket`,
-			`:19: input "mode": socket_mode: "0999" is not an octal permission like '0660' (quote it, or YAML reads 0660 as a number)`,
+			`:19: input "mode": socket_mode: "0999" is not an octal permission like '0660': its digits are 0 to 7`,
 			`:21: input "spelled otherwise": syslog: "unixgram:///run/./x.sock" is already received on by the input on line 18`,
 			// A socket on every address takes its port on each: binding it beside one on an
 			// address of it, or the other way round, fails.
 			`:23: input "every address": syslog: "udp://0.0.0.0:5140" overlaps the input on line 10: a UDP socket on every address takes port 5140 on each, and binding the second would fail`,
 			`:27: input "one address of it": syslog: "udp://127.0.0.1:5142" overlaps the input on line 25: a UDP socket on every address takes port 5142 on each, and binding the second would fail`,
 			`:29: input "the v6 loopback beside it": syslog: "udp://[::1]:5140" overlaps the input on line 23: a UDP socket on every address takes port 5140 on each, and binding the second would fail`,
+			// url.Parse's refusal of a port that is no number said "is not a URL".
+			`:33: input "service name": syslog: "udp://127.0.0.1:syslog": the port is a number from 1 to 65535 (nginx's server= takes no service name), not "syslog"`,
+			// It said "is not an octal permission" of a mode that is one.
+			`:36: input "no write for anyone": socket_mode: "0000" lets no one send: a sender needs write permission on the socket, e.g. '0660'`,
+			`:39: input "wrapped": wrapper: cri reads the lines a container runtime writes to a pod's log files (path: /var/log/pods/...); a syslog input receives messages no runtime wrapped: leave wrapper out`,
 		},
 	}
 	files, err := filepath.Glob("testdata/bad/*.yaml")
@@ -1043,6 +1057,34 @@ func TestLongValuesShown(t *testing.T) {
 			}
 			if len(msgs) != 1 || !strings.HasPrefix(msgs[0], c.want) || len(msgs[0]) > maxShownBytes+1024 {
 				t.Errorf("got %d messages, the first %.3000s (%d bytes)\nwant one starting %s", len(msgs), msgs[0], len(msgs[0]), c.want)
+			}
+		})
+	}
+}
+
+// TestDurationFaults: a window or counter_ttl that is no duration says what is wrong in
+// it, where model.ParseDuration says only that it is not valid.
+func TestDurationFaults(t *testing.T) {
+	const units = "(ms, s, m, h, d, w or y)"
+	for _, c := range []struct{ in, want string }{
+		{"5 minutes", "it has a space"},
+		{"a while", "it holds no number"},
+		{"-1m", "it is negative"},
+		{"1.5m", "a unit takes a whole number (90s, not 1.5m)"},
+		{"5min", `"min" is no unit ` + units},
+		{"5M", `"M" is no unit ` + units},
+		{"300", "its last number has no unit " + units},
+		{"1h30", "its last number has no unit " + units},
+		{"5m1h", "its units go from the largest to the smallest, each once (1h30m)"},
+		{"1h1h", "its units go from the largest to the smallest, each once (1h30m)"},
+		{"m5", `"m" has no number before it`},
+	} {
+		t.Run(c.in, func(t *testing.T) {
+			_, err := Parse([]byte(fmt.Sprintf("global: {windows: ['%s'], counter_ttl: '%[1]s'}\nrules:\n  - {name: r, match: x}\n", c.in)), "c.yaml")
+			want := fmt.Sprintf("c.yaml:1: global: windows: %q is not a duration: %s (write e.g. 30s, 5m, 1h, 1d)\n", c.in, c.want) +
+				fmt.Sprintf("c.yaml:1: global: counter_ttl: %q is not a duration: %s (write e.g. 24h, 7d, or 0 to keep counters while the process lives)", c.in, c.want)
+			if fmt.Sprint(err) != want {
+				t.Errorf("got:\n%v\nwant:\n%s", err, want)
 			}
 		})
 	}

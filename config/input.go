@@ -323,7 +323,7 @@ func (d *decoder) path(path string, line int, subject string, sources map[string
 		return
 	}
 	if _, err := filepath.Match(path, ""); err != nil {
-		d.add(line, subject, "path: %q is not a valid glob: %s", path, err)
+		d.add(line, subject, "path: %q is not a valid glob: it %s", path, globFault(path))
 		return
 	}
 	if err := UnlistedElement(path); err != nil {
@@ -341,6 +341,34 @@ func (d *decoder) path(path string, line int, subject string, sources map[string
 	}
 	sources[key] = line
 	d.shellPath(path, line, subject)
+}
+
+// globFault says what in path, a glob filepath.Match refuses, is wrong: its error says
+// only "syntax error in pattern".
+func globFault(path string) string {
+	const literal = `; a [ of the name itself is written \[`
+	for i := 0; i < len(path); i++ {
+		switch path[i] {
+		case '\\':
+			if i+1 == len(path) {
+				return `ends in a \ that escapes nothing (a \ of the name itself is written \\)`
+			}
+			i++
+		case '[':
+			j := i + 1
+			for j < len(path) && path[j] != ']' {
+				if path[j] == '\\' {
+					j++
+				}
+				j++
+			}
+			if j >= len(path) {
+				return fmt.Sprintf("has a [ that no ] closes, at %q%s", path[i:], literal)
+			}
+			i = j
+		}
+	}
+	return "has a [...] class that is empty, or has a - or ] where a character belongs" + literal
 }
 
 // UnlistedElement refuses a glob with a ".", ".." or empty element after its first
@@ -413,6 +441,10 @@ func (d *decoder) syslogInput(entries []entry, subject string, in *Input, source
 	if m, ok := find(entries, "socket_mode"); ok {
 		d.socketMode(m, subject, s)
 	}
+	if w, ok := find(entries, "wrapper"); ok && in.Wrapper != "" {
+		// The pipeline would join every sender's messages as the parts of one file's.
+		d.add(w.key.Line, subject, "wrapper: %s reads the lines a container runtime writes to a pod's log files (path: /var/log/pods/...); a syslog input receives messages no runtime wrapped: leave wrapper out", in.Wrapper)
+	}
 }
 
 // socket decodes `syslog:`, the address of the socket.
@@ -475,15 +507,30 @@ func (d *decoder) socketMode(e entry, subject string, s *SyslogInput) {
 		d.add(e.key.Line, subject, "socket_mode: applies only to a syslog: unixgram:// socket")
 		return
 	}
-	m, err := strconv.ParseUint(text, 8, 32)
-	if err != nil || m == 0 || m > 0o777 {
-		d.add(e.key.Line, subject, "socket_mode: %q is not an octal permission like '0660' (quote it, or YAML reads 0660 as a number)", text)
+	// The text as written is read, so 0660 unquoted is octal too, and so is YAML 1.2's
+	// spelling of an octal number.
+	digits := strings.TrimPrefix(strings.TrimPrefix(text, "0o"), "0O")
+	if digits == "" || strings.Trim(digits, "01234567") != "" {
+		d.add(e.key.Line, subject, "socket_mode: %q is not an octal permission like '0660': its digits are 0 to 7", text)
+		return
+	}
+	m, err := strconv.ParseUint(digits, 8, 64)
+	if err != nil || m > 0o777 {
+		// chmod(2) would take the set-user-ID, set-group-ID and sticky bits, which mean
+		// nothing on a socket, and refuse more.
+		d.add(e.key.Line, subject, "socket_mode: %q has bits past 0777 (set-user-ID, set-group-ID, sticky, or more), which a socket's permission does not have; give read and write bits alone, e.g. '0660'", text)
 		return
 	}
 	if m&0o222 == 0 {
 		// connect(2) and sendto(2) on a unix socket need write permission on its file.
 		d.add(e.key.Line, subject, "socket_mode: %q lets no one send: a sender needs write permission on the socket, e.g. '0660'", text)
 		return
+	}
+	if m&0o200 == 0 {
+		// The kernel reads the owner's bits alone for the owner, whatever the group's say;
+		// and the start probes a socket found at the path by sending to it (a stale one
+		// left by a crash is replaced, a live one refused).
+		d.warn(e.key.Line, subject, "socket_mode: %q gives the socket's owner, the exporter's user, no write permission: a sender running as that user cannot send, and a socket the exporter leaves behind (a crash) cannot be probed at the next start, which then refuses the path unless it runs as root; e.g. '0660'", text)
 	}
 	s.SocketMode = fs.FileMode(m)
 }

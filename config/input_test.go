@@ -3,6 +3,8 @@ package config
 import (
 	"cmp"
 	"fmt"
+	"io/fs"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -55,6 +57,13 @@ func TestInputShape(t *testing.T) {
     start_at: end`,
 			err: "in.yaml:3: input #1: path_captures: applies to file inputs (path:), not to a syslog input\n" +
 				"in.yaml:4: input #1: start_at: applies to file inputs (path:), not to a syslog input"},
+		// The pipeline would join the messages of every sender as one file's parts.
+		{name: "wrapper on a socket", input: `
+  - name: edge
+    syslog: udp://127.0.0.1:5140
+    wrapper: cri
+    streams: [stdout]`,
+			err: `in.yaml:4: input "edge": wrapper: cri reads the lines a container runtime writes to a pod's log files (path: /var/log/pods/...); a syslog input receives messages no runtime wrapped: leave wrapper out`},
 		{name: "socket_mode on a file", input: `
   - path: /var/log/a.log
     socket_mode: '0660'`,
@@ -289,6 +298,79 @@ func TestGlobbedTwiceByRules(t *testing.T) {
 			got := Warnings(cfg)
 			if c.warn == "" && len(got) != 0 || c.warn != "" && (len(got) != 1 || got[0] != c.warn) {
 				t.Errorf("warnings %q; want %q", got, c.warn)
+			}
+		})
+	}
+}
+
+// TestSocketMode: a socket_mode is an octal permission of read and write bits; each way
+// of missing it is named (it said "not an octal permission" of '0000' and '1777' alike),
+// and a mode that leaves the exporter's own user no write loads with a warning.
+func TestSocketMode(t *testing.T) {
+	const at = `c.yaml:1: input #1: socket_mode: `
+	for _, c := range []struct {
+		mode string // as written in YAML
+		want fs.FileMode
+		err  string // else warn
+		warn string
+	}{
+		{mode: "'0660'", want: 0o660},
+		// The text is read as written: YAML's number is not made of it.
+		{mode: "0660", want: 0o660},
+		{mode: "0o660", want: 0o660},
+		{mode: "'600'", want: 0o600},
+		{mode: "'0666'", want: 0o666},
+		{mode: "'0000'", err: at + `"0000" lets no one send: a sender needs write permission on the socket, e.g. '0660'`},
+		{mode: "'0444'", err: at + `"0444" lets no one send: a sender needs write permission on the socket, e.g. '0660'`},
+		{mode: "'0999'", err: at + `"0999" is not an octal permission like '0660': its digits are 0 to 7`},
+		{mode: "'0o'", err: at + `"0o" is not an octal permission like '0660': its digits are 0 to 7`},
+		{mode: "'rw-rw----'", err: at + `"rw-rw----" is not an octal permission like '0660': its digits are 0 to 7`},
+		{mode: "''", err: at + `"" is not an octal permission like '0660': its digits are 0 to 7`},
+		{mode: "'1777'", err: at + `"1777" has bits past 0777 (set-user-ID, set-group-ID, sticky, or more), which a socket's permission does not have; give read and write bits alone, e.g. '0660'`},
+		{mode: "'4660'", err: at + `"4660" has bits past 0777 (set-user-ID, set-group-ID, sticky, or more), which a socket's permission does not have; give read and write bits alone, e.g. '0660'`},
+		{mode: "'7777777777777777777777777'", err: at + `"7777777777777777777777777" has bits past 0777 (set-user-ID, set-group-ID, sticky, or more), which a socket's permission does not have; give read and write bits alone, e.g. '0660'`},
+		// The owner's bits alone count for the owner: its own probe of a stale socket at
+		// the next start is refused, as a sender of its user is.
+		{mode: "'0060'", want: 0o060, warn: `c.yaml:1: warning: input #1: socket_mode: "0060" gives the socket's owner, the exporter's user, no write permission: a sender running as that user cannot send, and a socket the exporter leaves behind (a crash) cannot be probed at the next start, which then refuses the path unless it runs as root; e.g. '0660'`},
+		{mode: "'0022'", want: 0o022, warn: `c.yaml:1: warning: input #1: socket_mode: "0022" gives the socket's owner`},
+	} {
+		t.Run(c.mode, func(t *testing.T) {
+			text := fmt.Sprintf("inputs: [{syslog: 'unixgram:///run/x.sock', socket_mode: %s}]\nrules:\n  - {name: r, match: x}\n", c.mode)
+			if c.err != "" {
+				if _, err := Parse([]byte(text), "c.yaml"); fmt.Sprint(err) != c.err {
+					t.Errorf("got:\n%v\nwant:\n%s", err, c.err)
+				}
+				return
+			}
+			cfg := parseWarned(t, "c.yaml", text, c.warn)
+			if got := cfg.Inputs[0].Syslog.SocketMode; got != c.want {
+				t.Errorf("mode %v, want %v", got, c.want)
+			}
+		})
+	}
+}
+
+// TestGlobFault: a path filepath.Match refuses is refused saying what in it is wrong,
+// where Go's error says "syntax error in pattern" of each.
+func TestGlobFault(t *testing.T) {
+	const literal = `; a [ of the name itself is written \[`
+	const class = `has a [...] class that is empty, or has a - or ] where a character belongs` + literal
+	for _, c := range []struct{ path, want string }{
+		{"/var/log/[a.log", `has a [ that no ] closes, at "[a.log"` + literal},
+		{"/var/log/[ab]/[c.log", `has a [ that no ] closes, at "[c.log"` + literal},
+		{`/var/log/[a\]`, `has a [ that no ] closes, at "[a\\]"` + literal},
+		{`/var/log/a\`, `ends in a \ that escapes nothing (a \ of the name itself is written \\)`},
+		{"/var/log/[]a].log", class},
+		{"/var/log/[-a].log", class},
+	} {
+		t.Run(c.path, func(t *testing.T) {
+			if _, err := filepath.Match(c.path, ""); err == nil {
+				t.Fatalf("filepath.Match takes %q", c.path)
+			}
+			_, err := Parse([]byte(fmt.Sprintf("inputs: [{path: '%s'}]\nrules:\n  - {name: r, match: x}\n", c.path)), "c.yaml")
+			want := fmt.Sprintf("c.yaml:1: input #1: path: %q is not a valid glob: it %s", c.path, c.want)
+			if fmt.Sprint(err) != want {
+				t.Errorf("got:\n%v\nwant:\n%s", err, want)
 			}
 		})
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"regexp"
 	"slices"
@@ -475,15 +476,15 @@ func (d *decoder) global(e entry, g *Global) {
 	}
 	if e, ok := find(entries, "counter_ttl"); ok {
 		s, ok := d.scalar(e, "global", "counter_ttl")
-		md, err := model.ParseDuration(s)
+		ttl, err := parseDuration(s)
 		switch {
 		case !ok:
-		case tooLong(err):
+		case errors.Is(err, errTooLong):
 			d.add(e.key.Line, "global", "counter_ttl: %s is longer than a duration holds (about 292 years); write 0 to keep counters while the process lives", s)
 		case err != nil:
-			d.add(e.key.Line, "global", "counter_ttl: %q is not a duration (write e.g. 24h, 7d, or 0 to keep counters while the process lives)", s)
+			d.add(e.key.Line, "global", "counter_ttl: %q is not a duration: %v (write e.g. 24h, 7d, or 0 to keep counters while the process lives)", s, err)
 		default:
-			g.CounterTTL = time.Duration(md)
+			g.CounterTTL = ttl
 		}
 	}
 	if m, ok := find(entries, "max_series_per_rule"); ok {
@@ -503,10 +504,81 @@ func (d *decoder) global(e entry, g *Global) {
 	}
 }
 
-// tooLong reports whether err is model.ParseDuration's of a duration written right but
-// past what a time.Duration holds (100000000000h), which is no typo to point at.
-func tooLong(err error) bool {
-	return err != nil && strings.HasSuffix(err.Error(), "out of range")
+// errTooLong is parseDuration's error for a duration written right but past what a
+// time.Duration holds (100000000000h), which is no typo to point at.
+var errTooLong = errors.New("longer than a duration holds")
+
+// digitRun is a number of a duration, each replaced by 1 to tell a number past what
+// model.ParseDuration reads from a duration written wrong.
+var digitRun = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[0-9]+`) })
+
+// parseDuration is model.ParseDuration, whose error is errTooLong for a duration written
+// right with a number too large: past what a time.Duration holds, or with more digits
+// than a uint64 holds (1000000000000000000000s), which model.ParseDuration words as one
+// written wrong. Another error says what is wrong, for a message that quotes the
+// duration before it: model.ParseDuration's says only that it is not valid.
+func parseDuration(s string) (time.Duration, error) {
+	md, err := model.ParseDuration(s)
+	if err == nil {
+		return time.Duration(md), nil
+	}
+	if _, small := model.ParseDuration(digitRun().ReplaceAllLiteralString(s, "1")); small == nil || strings.HasSuffix(err.Error(), "out of range") {
+		return 0, errTooLong
+	}
+	return 0, errors.New(durationFault(s))
+}
+
+// durationUnits are the units of a duration, the largest first.
+var durationUnits = []string{"y", "w", "d", "h", "m", "s", "ms"}
+
+// durationFault says what makes s, which model.ParseDuration refuses, no duration.
+func durationFault(s string) string {
+	switch {
+	case s == "":
+		return "it is empty"
+	case !strings.ContainsAny(s, "0123456789"):
+		return "it holds no number"
+	case strings.HasPrefix(s, "-"):
+		return "it is negative"
+	case strings.ContainsAny(s, " \t"):
+		return "it has a space"
+	case strings.Contains(s, "."):
+		return "a unit takes a whole number (90s, not 1.5m)"
+	}
+	last := -1 // index in durationUnits of the unit before
+	for rest := s; rest != ""; {
+		digits := len(rest) - len(strings.TrimLeft(rest, "0123456789"))
+		rest = rest[digits:]
+		unit := rest
+		if i := strings.IndexAny(rest, "0123456789"); i >= 0 {
+			unit = rest[:i]
+		}
+		rest = rest[len(unit):]
+		at := slices.Index(durationUnits, unit)
+		switch {
+		case digits == 0:
+			return fmt.Sprintf("%q has no number before it", unit)
+		case unit == "":
+			return "its last number has no unit (ms, s, m, h, d, w or y)"
+		case at < 0:
+			return fmt.Sprintf("%q is no unit (ms, s, m, h, d, w or y)", unit)
+		case at <= last:
+			return "its units go from the largest to the smallest, each once (1h30m)"
+		}
+		last = at
+	}
+	// model.ParseDuration refused it for a reason not looked for here.
+	return "it is written wrong"
+}
+
+// windowReason is why the wheels cannot serve window w, in windows.CheckWindow's words;
+// "" when they can.
+func windowReason(w time.Duration) string {
+	var we *windows.WindowError
+	if errors.As(windows.CheckWindow(w), &we) {
+		return we.Reason
+	}
+	return ""
 }
 
 // windows decodes a list of Prometheus durations and checks the wheels can serve them. It
@@ -533,18 +605,20 @@ func (d *decoder) windows(e entry, subject string) ([]time.Duration, []string, b
 	}
 	parsed := make([]window, 0, len(texts))
 	for _, t := range texts {
-		md, err := model.ParseDuration(t)
-		if tooLong(err) {
-			d.add(e.key.Line, subject, "windows: %s: longer than the longest supported window (%d days)", t, windows.MaxWindow/(24*time.Hour))
+		w, err := parseDuration(t)
+		if errors.Is(err, errTooLong) {
+			// Past any duration is past the longest window: the longest duration of whole
+			// seconds is judged for it.
+			d.add(e.key.Line, subject, "windows: %s: %s", t, windowReason(time.Duration(math.MaxInt64).Truncate(time.Second)))
 			ok = false
 			continue
 		}
 		if err != nil {
-			d.add(e.key.Line, subject, "windows: %q is not a duration (write e.g. 30s, 5m, 1h, 1d)", t)
+			d.add(e.key.Line, subject, "windows: %q is not a duration: %v (write e.g. 30s, 5m, 1h, 1d)", t, err)
 			ok = false
 			continue
 		}
-		parsed = append(parsed, window{time.Duration(md), t})
+		parsed = append(parsed, window{w, t})
 	}
 	if !ok {
 		return nil, nil, false
@@ -564,13 +638,9 @@ func (d *decoder) windows(e entry, subject string) ([]time.Duration, []string, b
 		}
 	}
 	for i, w := range ws {
-		err := windows.CheckWindow(w)
-		if we := (*windows.WindowError)(nil); errors.As(err, &we) {
+		if reason := windowReason(w); reason != "" {
 			// The window as written: 400d, not the 9600h0m0s Go would write.
-			d.add(e.key.Line, subject, "windows: %s: %s", names[i], we.Reason)
-			return nil, nil, false
-		} else if err != nil {
-			d.add(e.key.Line, subject, "windows: %s", err)
+			d.add(e.key.Line, subject, "windows: %s: %s", names[i], reason)
 			return nil, nil, false
 		}
 	}

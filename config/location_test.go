@@ -113,13 +113,13 @@ func TestLongKeyHint(t *testing.T) {
 // counts after it) or after its anchor, nor an alias of one, which are plain mistakes.
 func TestMissingCommaWhereWritten(t *testing.T) {
 	const rule = "rules:\n  - name: r\n    match: x\n"
-	notDuration := `rules.yaml:4: rule "r": windows: "1m 5m" is not a duration (write e.g. 30s, 5m, 1h, 1d)`
+	notDuration := `rules.yaml:4: rule "r": windows: "1m 5m" is not a duration: it has a space (write e.g. 30s, 5m, 1h, 1d)`
 	for _, tt := range []struct{ name, text, want string }{
 		{"byte order mark", "\ufeffrules: [{name: r, match: x, windows: [1m 5m]}]\n",
-			`rules.yaml:1: rule "r": windows: "1m 5m" is not a duration (write e.g. 30s, 5m, 1h, 1d)`},
+			`rules.yaml:1: rule "r": windows: "1m 5m" is not a duration: it has a space (write e.g. 30s, 5m, 1h, 1d)`},
 		{"anchored", rule + "    windows: [&w 1m 5m]\n", notDuration},
 		{"aliased", "rules:\n  - {name: a, match: &w 1m 5m}\n  - name: r\n    match: x\n    windows: [*w]\n",
-			`rules.yaml:5: rule "r": windows: "1m 5m" is not a duration (write e.g. 30s, 5m, 1h, 1d)`},
+			`rules.yaml:5: rule "r": windows: "1m 5m" is not a duration: it has a space (write e.g. 30s, 5m, 1h, 1d)`},
 		{"anchored, over two lines", rule + "    windows: [&w 1m\n      5m]\n",
 			`rules.yaml:5: rule "r": windows: "1m 5m" is written over two lines with no comma between them (from line 4), which YAML reads as one item; put a comma between its parts`},
 	} {

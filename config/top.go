@@ -68,7 +68,10 @@ func (rd *ruleDecoder) top(e entry, r *Rule) {
 	if me, ok := find(entries, "min"); ok {
 		s, _ := rd.scalar(me, rd.subject, "top: min")
 		m, err := strconv.ParseFloat(s, 64)
-		if err != nil || !(m >= 0) || math.IsInf(m, 1) {
+		if errors.Is(err, strconv.ErrRange) && m > 0 {
+			rd.add(me.key.Line, rd.subject, "top: min: %s is %s", s, tooLargeNumber)
+			valid = false
+		} else if err != nil || !(m >= 0) || math.IsInf(m, 1) {
 			rd.add(me.key.Line, rd.subject, "top: min: %q is not a number of at least 0 (the smallest window sum exported)", s)
 			valid = false
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/alecthomas/units"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/parser/event"
 	"github.com/logwindow/logwindow_exporter/windows"
 )
 
@@ -69,7 +70,7 @@ func BudgetsPastBound(cfg *config.Config, maxBytes int64) []string {
 		if err != nil {
 			continue // the Set's build refuses it
 		}
-		cost := seriesOverhead + 16*int64(len(r.Labels)) + int64(layout.SeriesBytes())
+		cost := seriesBytes(keyLen(len(r.Labels), 0), len(r.Labels), int64(layout.SeriesBytes()))
 		if limit <= maxBytes/cost {
 			continue
 		}
@@ -209,10 +210,23 @@ func (st *store) Room() int64 {
 	return bound - st.mem.used.Load()
 }
 
-// seriesCost is what a new series of key takes, its wheels included: its key and its
-// values' headers as the allocator rounds them (cloneLabels).
+// seriesCost is what a new series of key takes, its wheels included.
 func (st *store) seriesCost(keyLen, labels int) int64 {
-	return seriesOverhead + int64(windows.HeapBytes(keyLen)+windows.HeapBytes(16*labels)) + st.wheelBytes
+	return seriesBytes(keyLen, labels, st.wheelBytes)
+}
+
+// seriesBytes is what a new series takes with a key of keyLen bytes, labels values and
+// wheels of wheels bytes: its key and its values' headers as the allocator rounds them
+// (cloneLabels). The store charges it and BudgetsPastBound estimates by it, so that the
+// warning at load is about the bytes the bound is later held to.
+func seriesBytes(keyLen, labels int, wheels int64) int64 {
+	return seriesOverhead + int64(windows.HeapBytes(keyLen)+windows.HeapBytes(16*labels)) + wheels
+}
+
+// keyLen is the length of the key of labels values that are valueBytes long together:
+// the values joined by event.KeySep.
+func keyLen(labels, valueBytes int) int {
+	return len(event.KeySep)*max(labels-1, 0) + valueBytes
 }
 
 // heldBytes is what s is charged now: its cost, less the wheels of its first part, plus

@@ -334,3 +334,43 @@ func TestBudgetsPastBound(t *testing.T) {
 		})
 	}
 }
+
+// TestBudgetEstimateIsCharge: the bytes a series takes before its label values, as the
+// warning at load says them, are what the store charges for a series whose values are
+// empty, to the byte: both round the key and the values' headers as the allocator does.
+// A series with values is charged more, never less, as the warning's "at least" says.
+func TestBudgetEstimateIsCharge(t *testing.T) {
+	long := []time.Duration{time.Minute, 5 * time.Minute, time.Hour, 24 * time.Hour}
+	each := regexp.MustCompile(`\((\d+) bytes each before their label values\)`)
+	for _, c := range []struct {
+		name string
+		rule *config.Rule
+	}{
+		{"one label", storetest.CountRule("r", storetest.OneMin, "status")},
+		{"two labels", storetest.CountRule("r", storetest.OneMin, "status", "method")},
+		{"three labels, long windows", storetest.CountRule("r", long, "status", "method", "path")},
+		{"a value rule of five labels", storetest.ValueRule("r", long, "a", "b", "c", "d", "e")},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := storetest.Config(1<<40, c.rule)
+			warnings := store.BudgetsPastBound(cfg, 1<<30)
+			if len(warnings) != 1 {
+				t.Fatalf("warnings %q; want one", warnings)
+			}
+			m := each.FindStringSubmatch(warnings[0])
+			if m == nil {
+				t.Fatalf("warning %q says no bytes per series", warnings[0])
+			}
+			estimate, _ := strconv.ParseInt(m[1], 10, 64)
+			for _, values := range [][]string{make([]string, len(c.rule.Labels)), slices.Repeat([]string{"value"}, len(c.rule.Labels))} {
+				set := newSet(t, cfg, nil)
+				write(set.NewSink(), line{labels: values, now: start})
+				charged := set.MemoryUsed()
+				empty := values[0] == ""
+				if empty && charged != estimate || !empty && charged < estimate {
+					t.Errorf("values %q: the store charges %d bytes, the estimate at load is %d", values, charged, estimate)
+				}
+			}
+		})
+	}
+}

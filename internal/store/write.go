@@ -211,10 +211,11 @@ func cloneLabels(labels [][]byte) (string, []string) {
 	var b strings.Builder
 	// The key is made at its length, which seriesCost charges: appended to as it grew, it
 	// would take up to a quarter more.
-	n := len(event.KeySep) * max(len(labels)-1, 0)
+	valueBytes := 0
 	for _, l := range labels {
-		n += len(l)
+		valueBytes += len(l)
 	}
+	n := keyLen(len(labels), valueBytes)
 	b.Grow(n)
 	ends := make([]int, len(labels))
 	for i, l := range labels {
