@@ -33,8 +33,10 @@ func ParseApache(text string) (*Format, error) {
 		return nil, &Error{len(text) - len(strings.TrimLeft(text, " \t")), "this is Apache's CustomLog directive, which names the log file and its format: give only its format string, the text between its quotes (or the LogFormat of the nickname it names)"}
 	}
 	f := &Format{Server: Apache, Text: text, Escape: EscapeApache}
-	if preset, ok := ApachePresets[text]; ok {
-		f.Preset, f.Text = text, preset
+	// Space around a nickname is no part of it, as a log_format: preset's is not; a
+	// format string keeps its spaces, which Apache writes.
+	if name := strings.TrimSpace(text); ApachePresets[name] != "" {
+		f.Preset, f.Text = name, ApachePresets[name]
 	}
 	if err := checkText(f.Text); err != nil {
 		return nil, err

@@ -122,6 +122,9 @@ func TestApacheBlock(t *testing.T) {
 		{"%h %>s\n", "10.0.0.1 200"},
 		{"%h %>s\r\n", "10.0.0.1 200"},
 		{"combined\n", combined},
+		// Space around a nickname, as around an nginx preset's name, is no part of it.
+		{"combined ", combined},
+		{" combined", combined},
 	} {
 		t.Run(c.text, func(t *testing.T) {
 			f, err := ParseApache(c.text)
