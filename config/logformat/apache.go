@@ -156,13 +156,18 @@ func apacheTokens(text string) ([]token, error) {
 	return toks, nil
 }
 
-// apacheLetters are the directives mod_log_config and mod_logio know; apacheEscaped those
-// whose text it escapes (ap_escape_logitem: \" \\ \n and \xhh) and writes as "-" when
-// it has none. The others are numbers, addresses and times.
+// apacheLetters are the directives mod_log_config, mod_logio and mod_ssl know (mod_ssl's
+// %{VAR}x and %{version}c are in its default ssl_request_log format); apacheEscaped those
+// whose text mod_log_config escapes (ap_escape_logitem: \" \\ \n and \xhh) and writes as
+// "-" when it has none. The others are numbers, addresses, times and mod_ssl's values, which
+// it writes as they are. apacheTwoLetters follow a ^: the trailers, escaped, and mod_logio's
+// time to the first byte, a number.
 const (
-	apacheLetters = "aABbCDefhHiIklLmnoOpPqrRsStTuUvVX"
+	apacheLetters = "aABbcCDefhHiIklLmnoOpPqrRsStTuUvVxX"
 	apacheEscaped = "CefhHilmnoqrRuUvV"
 )
+
+var apacheTwoLetters = []string{"ti", "to", "FB"}
 
 // apacheOriginal are the directives that read the original request of an internal
 // redirect unless < or > says otherwise (mod_log_config registers them so); every other
@@ -219,8 +224,10 @@ func apacheDirective(s string) (*variable, int, *Error) {
 	}
 	var letter string
 	switch {
-	case strings.HasPrefix(s[i:], "^ti") || strings.HasPrefix(s[i:], "^to"):
+	case strings.HasPrefix(s[i:], "^") && len(s) >= i+3 && slices.Contains(apacheTwoLetters, s[i+1:i+3]):
 		letter = s[i+1 : i+3]
+	case strings.HasPrefix(s[i:], "^"):
+		return nil, 0, &Error{i, fmt.Sprintf("%%%s is not a directive of mod_log_config or mod_logio (%%^ti, %%^to, %%^FB)", s[i:min(len(s), i+3)])}
 	case i < len(s) && strings.IndexByte(apacheLetters, s[i]) >= 0:
 		letter = s[i : i+1]
 	case i < len(s):
@@ -229,10 +236,10 @@ func apacheDirective(s string) (*variable, int, *Error) {
 		return nil, 0, &Error{i, "the directive has no letter"}
 	}
 	n := i + len(letter)
-	if letter == "ti" || letter == "to" {
+	if len(letter) == 2 {
 		n++
 	}
-	v := &variable{name: letter, text: s[:n], escaped: len(letter) == 2 || strings.Contains(apacheEscaped, letter)}
+	v := &variable{name: letter, text: s[:n], escaped: letter == "ti" || letter == "to" || len(letter) == 1 && strings.Contains(apacheEscaped, letter)}
 	if arg != "" {
 		v.name += "_" + argName(arg)
 	}
