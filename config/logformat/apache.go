@@ -276,6 +276,32 @@ func apacheDirective(s string) (*variable, int, *Error) {
 	return v, n, nil
 }
 
+// ApacheDurationUnit is the unit a directive v, as written (%D, %{ms}T), writes a duration
+// in: "seconds", "milliseconds" or "microseconds"; "" for a directive that writes none.
+// mod_log_config reads %T's unit whatever its case, and writes an unknown one as it is.
+func ApacheDurationUnit(v string) string {
+	if v == "" {
+		return ""
+	}
+	letter := v[len(v)-1:]
+	arg := ""
+	if open, end := strings.IndexByte(v, '{'), strings.LastIndexByte(v, '}'); open >= 0 && end > open {
+		arg = strings.ToLower(v[open+1 : end])
+	}
+	switch {
+	case letter == "D" || strings.HasSuffix(v, "^FB"):
+		return "microseconds"
+	case letter != "T":
+	case arg == "" || arg == "s":
+		return "seconds"
+	case arg == "ms":
+		return "milliseconds"
+	case arg == "us":
+		return "microseconds"
+	}
+	return ""
+}
+
 // apacheCondition is the condition of a directive as part of a capture name: its
 // statuses in ascending order, each once, after not_ when it is negated (%!304,200s is
 // not_200_304); "" for a directive without one, which writes its value for every status.
