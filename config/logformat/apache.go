@@ -258,7 +258,7 @@ func apacheDirective(s string) (*variable, int, *Error) {
 		}
 	case letter == "i" && strings.EqualFold(arg, "X-Forwarded-For"):
 		v.joined = true
-	case letter == "u" || letter == "U":
+	case letter == "u" || letter == "U" || letter == "r":
 		v.words = true
 	case letter == "b" && v.condition == "":
 		// "In CLF format, i.e. a '-' rather than a 0 when no bytes are sent" (its
