@@ -386,7 +386,11 @@ func TestApacheDurationUnits(t *testing.T) {
 		{"http_response_size_bytes", "b", ""},
 	} {
 		t.Run(c.name+"/"+c.value, func(t *testing.T) {
-			text := fmt.Sprintf("inputs:\n  - name: web\n    path: /a\n    apache_log_format: '%%h %%>s %%b %%D %%T %%{ms}T %%{US}T %%{s}T %%^FB'\nrules:\n  - name: %s\n    value: %s\n", c.name, c.value)
+			const format = `'%%h %%>s %%b %%D %%T %%{ms}T %%{US}T %%{s}T %%^FB'`
+			text := fmt.Sprintf("inputs:\n  - name: web\n    path: /a\n    apache_log_format: "+format+"\nrules:\n  - name: %s\n    value: %s\n", c.name, c.value)
+			parseWarned(t, "c.yaml", text, c.want)
+			// Among candidates, where another format has no such capture.
+			text = fmt.Sprintf("inputs:\n  - name: web\n    path: /a\n    log_format: [combined, "+format+"]\nrules:\n  - name: %s\n    value: %s\n", c.name, c.value)
 			parseWarned(t, "c.yaml", text, c.want)
 		})
 	}
