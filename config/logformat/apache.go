@@ -116,17 +116,24 @@ func apacheTokens(text string) ([]token, error) {
 		c := text[i]
 		switch {
 		case c == '\\' && i+1 < len(text):
-			// httpd.conf's escapes inside a quoted LogFormat, and mod_log_config's own.
+			// httpd.conf's escapes inside a quoted LogFormat (\" and \\), and mod_log_config's
+			// own (\\, \n, \r, \t), which copies any other backslash as it is, the character
+			// after it read as any other (\%h is a backslash and %h).
 			if lit.Len() == 0 {
 				litAt = i
 			}
 			switch e := text[i+1]; e {
 			case 'n':
 				lit.WriteByte('\n')
+			case 'r':
+				lit.WriteByte('\r')
 			case 't':
 				lit.WriteByte('\t')
-			default:
+			case '"', '\\':
 				lit.WriteByte(e)
+			default:
+				lit.WriteByte(c)
+				i--
 			}
 			i += 2
 		case c == '%' && strings.HasPrefix(text[i:], "%%"):

@@ -346,6 +346,32 @@ func TestApacheNames(t *testing.T) {
 	}
 }
 
+// TestApacheFormatEscapes: a format's backslashes are read as mod_log_config reads them
+// (\\, \n, \r, \t; any other kept, the character after it read as any other), and \" as
+// httpd.conf's quotes have it: its lines fit.
+func TestApacheFormatEscapes(t *testing.T) {
+	for _, c := range []struct{ name, text, line, status string }{
+		{"quotes", `%h \"%r\" %>s`, `::1 "GET / HTTP/1.1" 200`, "200"},
+		{"a tab", `%h\t%>s`, "::1\t200", "200"},
+		{"a backslash", `%h \\ %>s`, `::1 \ 200`, "200"},
+		{"a backslash kept", `%h \[%>s\]`, `::1 \[200\]`, "200"},
+		{"a backslash before a directive", `%h \%>s`, `::1 \200`, "200"},
+		{"a backslash at the end", `%h %>s\`, `::1 200\`, "200"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f, err := ParseApache(c.text)
+			if err != nil {
+				t.Fatal(err)
+			}
+			re := regexp.MustCompile(f.Regex)
+			m := re.FindStringSubmatch(c.line)
+			if m == nil || m[re.SubexpIndex("s")] != c.status {
+				t.Errorf("regex %q reads %q as %q, want s %q", f.Regex, c.line, m, c.status)
+			}
+		})
+	}
+}
+
 // TestApacheModules: the directives of mod_ssl (%{VAR}x, %{version}c, in httpd's default
 // ssl_request_log format) and mod_logio (%^FB) are read: mod_ssl writes its values as they
 // are, mod_logio its time to the first byte as a number.
