@@ -367,3 +367,31 @@ func TestApacheEpochTimes(t *testing.T) {
 		})
 	}
 }
+
+// TestApacheDurationUnits: a value rule whose name says seconds over an Apache duration
+// of smaller units is warned of, as its numbers would be a thousand or a million times
+// the seconds; over one in seconds, or under a name without the unit, it is not.
+func TestApacheDurationUnits(t *testing.T) {
+	const warning = `c.yaml:7: warning: rule "%s": value: %s is %s, which Apache writes in %s, but the rule's name says seconds: ` +
+		`its sums, means, quantiles and buckets are in %[4]s, as the exporter sums a value as logged; ` +
+		`name the rule for what it sums without the unit, or log %%T (whole seconds)`
+	for _, c := range []struct{ name, value, want string }{
+		{"http_request_duration_seconds", "D", fmt.Sprintf(warning, "http_request_duration_seconds", "D", "%D", "microseconds")},
+		{"http_request_duration_seconds", "T_ms", fmt.Sprintf(warning, "http_request_duration_seconds", "T_ms", "%{ms}T", "milliseconds")},
+		{"http_request_duration_seconds", "T_us", fmt.Sprintf(warning, "http_request_duration_seconds", "T_us", "%{US}T", "microseconds")},
+		{"http_first_byte_seconds", "FB", fmt.Sprintf(warning, "http_first_byte_seconds", "FB", "%^FB", "microseconds")},
+		{"http_request_duration_seconds", "T", ""},
+		{"http_request_duration_seconds", "T_s", ""},
+		{"http_request_duration", "D", ""},
+		{"http_response_size_bytes", "b", ""},
+	} {
+		t.Run(c.name+"/"+c.value, func(t *testing.T) {
+			const format = `'%%h %%>s %%b %%D %%T %%{ms}T %%{US}T %%{s}T %%^FB'`
+			text := fmt.Sprintf("inputs:\n  - name: web\n    path: /a\n    apache_log_format: "+format+"\nrules:\n  - name: %s\n    value: %s\n", c.name, c.value)
+			parseWarned(t, "c.yaml", text, c.want)
+			// Among candidates, where another format has no such capture.
+			text = fmt.Sprintf("inputs:\n  - name: web\n    path: /a\n    log_format: [combined, "+format+"]\nrules:\n  - name: %s\n    value: %s\n", c.name, c.value)
+			parseWarned(t, "c.yaml", text, c.want)
+		})
+	}
+}

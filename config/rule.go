@@ -333,6 +333,7 @@ func (d *decoder) rule(n *yaml.Node, index int, g Global, inputNames map[string]
 			r.ValueName = s
 			r.ValueCapture = rd.capture(e.key.Line, "value", s)
 			r.ValueList = r.LogFormat != nil && r.LogFormat.List(s)
+			rd.apacheUnit(e.key.Line, r, s)
 		case ok:
 			d.add(e.key.Line, rd.subject, "value: is empty; name the capture to sum, or leave value out to count lines")
 		}
@@ -645,6 +646,34 @@ func (rd *ruleDecoder) apacheClock(capture string) string {
 		return v
 	}
 	return ""
+}
+
+// apacheUnit warns of a value rule whose name says seconds over an Apache duration that
+// counts smaller units (%D, %{ms}T, %{us}T, %^FB): its value is summed as it is logged,
+// so sums, means, quantiles and buckets would be a thousand or a million times the
+// seconds the name promises, and nothing else would tell. Of candidate formats, the first
+// whose directive so counts is named.
+func (rd *ruleDecoder) apacheUnit(line int, r *Rule, capture string) {
+	if rd.caps == nil || !slices.Contains(strings.Split(r.Name, "_"), "seconds") {
+		return
+	}
+	formats := r.Candidates
+	if rd.caps.format != nil {
+		formats = []*logformat.Format{rd.caps.format}
+	}
+	for _, f := range formats {
+		v := f.Var(capture)
+		if unit := logformat.ApacheDurationUnit(v); f.Server == logformat.Apache && unit != "" && unit != "seconds" {
+			rd.warnApacheUnit(line, capture, v, unit)
+			return
+		}
+	}
+}
+
+// warnApacheUnit is apacheUnit's warning of capture, Apache's directive v, counting unit.
+func (rd *ruleDecoder) warnApacheUnit(line int, capture, v, unit string) {
+	rd.warn(line, rd.subject, "value: %s is %s, which Apache writes in %s, but the rule's name says seconds: its sums, means, quantiles and buckets are in %[3]s, "+
+		"as the exporter sums a value as logged; name the rule for what it sums without the unit, or log %%T (whole seconds)", capture, v, unit)
 }
 
 // offsetZone is a zone no layout's default matches, named so that a layout with a zone

@@ -14,25 +14,29 @@ import (
 )
 
 // The differential test of log formats: random nginx formats built from nginx's variables
-// and literal text, random lines nginx would write for them (values with spaces, escapes,
-// non-ASCII, missing values), and three readings that must agree: the values the line was
-// written from, the parser (the format compiled to its matcher, on its scanner, on
+// and random Apache ones from mod_log_config's directives, with literal text, random lines
+// the server would write for them (values with spaces, escapes, non-ASCII, missing values),
+// and three readings that must agree: the values the line was written from, the parser (the format compiled to its matcher, on its scanner, on
 // fastmatch and on regexp, with its escapes undone and its derived captures), and a regex the test builds
 // from the same format on its own (each variable a lazy group) run by Go's regexp and
 // decoded by the test.
 
-// genVar is a variable the generator puts in formats.
+// genVar is a variable the generator puts in formats: an nginx variable, or an Apache
+// directive (directive set), whose capture is name.
 type genVar struct {
-	name    string
-	builtin bool // written as it is, never "-" (nginx's own log variables)
-	list    bool // one value per upstream, ", " or " : " between them
-	spaced  bool // the value holds a space ($time_local)
-	joined  bool // a space after a comma is in the value (X-Forwarded-For)
-	value   func(r *rand.Rand) (string, bool)
+	name      string
+	directive string
+	builtin   bool // written as it is: never "-" (nginx's own log variables), or not escaped (Apache's numbers)
+	list      bool // one value per upstream, ", " or " : " between them
+	spaced    bool // the value holds a space ($time_local)
+	joined    bool // a space after a comma is in the value (X-Forwarded-For)
+	bracketed bool // the value is in brackets, read to its ']' (Apache's %t)
+	dashZero  bool // "-" is the value 0 (Apache's %b)
+	value     func(r *rand.Rand) (string, bool)
 }
 
 // textPieces make up the values of header-like variables: what a client may send.
-var textPieces = []string{"a", "Mozilla/5.0", " ", "(x; y)", `"`, `\`, "é", "€", "\t", "\x01", "-", "[", "]", ",", ":", "=",
+var textPieces = []string{"a", "Mozilla/5.0", " ", "(x; y)", `"`, `\`, "é", "€", "\t", "\x01", "\v", "\b", "-", "[", "]", ",", ":", "=",
 	"|", "{", "}", "→", "x", "2", "F", "%20", "?", "u00"}
 
 func textValue(r *rand.Rand) (string, bool) {
@@ -121,16 +125,49 @@ var genVars = []genVar{
 	{name: "upstream_status", list: true, value: upstreamValue(func(r *rand.Rand) string { v, _ := pick("200", "502", "-")(r); return v })},
 }
 
+// apacheGenVars are the Apache directives the generator puts in formats: their values are
+// escaped by ap_escape_logitem but for the numbers, and a missing one is "-".
+var apacheGenVars = []genVar{
+	{name: "h", directive: "%h", value: pick("10.0.0.1", "::1", "host.example")},
+	{name: "u", directive: "%u", value: textValue},
+	{name: "t", directive: "%t", builtin: true, bracketed: true, value: pick("[01/Mar/2024:12:00:00 +0000]", "[29/Feb/2024:23:59:59 -0700]")},
+	{name: "r", directive: "%r", value: requestValue},
+	{name: "s", directive: "%>s", builtin: true, value: pick("200", "302", "404", "400", "502")},
+	{name: "b", directive: "%b", builtin: true, dashZero: true, value: func(r *rand.Rand) (string, bool) {
+		if r.IntN(4) == 0 {
+			return "", false
+		}
+		return number(r)
+	}},
+	{name: "D", directive: "%D", builtin: true, value: number},
+	{name: "T_ms", directive: "%{ms}T", builtin: true, value: number},
+	{name: "i_referer", directive: "%{Referer}i", value: textValue},
+	{name: "i_user_agent", directive: "%{User-agent}i", value: textValue},
+	{name: "i_x_forwarded_for", directive: "%{X-Forwarded-For}i", joined: true, value: textValue},
+	{name: "v", directive: "%v", value: pick("example.com", "a.b")},
+	{name: "m", directive: "%m", value: pick("GET", "POST", "get")},
+	{name: "U", directive: "%U", value: textValue},
+}
+
 // genLiterals are the texts between variables.
 var genLiterals = []string{" ", " - ", " [", "] ", ` "`, `" `, `"`, "|", ",", ";", "=", "\t", "→", "{", "}", " x=", `" "`, ":", "x", "2", "F"}
 
 // nginxEscape writes a value as nginx does with escaping esc (ngx_http_log_escape,
-// ngx_escape_json, or none).
+// ngx_escape_json, or none), or as Apache does (ap_escape_logitem) with esc "apache".
 func nginxEscape(v, esc string) string {
 	var b strings.Builder
 	for i := 0; i < len(v); i++ {
 		c := v[i]
 		switch esc {
+		case "apache":
+			if e := strings.IndexByte("\"\\\n\r\t\b\v", c); e >= 0 {
+				b.WriteString(`\` + `"\nrtbv`[e:e+1])
+				continue
+			}
+			if c < 0x20 || c >= 0x7f {
+				fmt.Fprintf(&b, `\x%02x`, c)
+				continue
+			}
 		case "default":
 			if c < 0x20 || c == '"' || c == '\\' || c >= 0x7f {
 				fmt.Fprintf(&b, `\x%02X`, c)
@@ -159,6 +196,14 @@ func nginxEscape(v, esc string) string {
 // testUnescape undoes nginxEscape, on its own code.
 func testUnescape(v, esc string) string {
 	switch esc {
+	case "apache":
+		return regexp.MustCompile(`\\(?:x[0-9a-f]{2}|[\\"nrtbv])`).ReplaceAllStringFunc(v, func(e string) string {
+			if e[1] == 'x' {
+				n, _ := strconv.ParseUint(e[2:], 16, 8)
+				return string([]byte{byte(n)})
+			}
+			return string("\\\"\n\r\t\b\v"[strings.IndexByte(`\"nrtbv`, e[1])])
+		})
 	case "default":
 		return regexp.MustCompile(`\\x[0-9A-F]{2}`).ReplaceAllStringFunc(v, func(e string) string {
 			n, _ := strconv.ParseUint(e[2:], 16, 8)
@@ -177,12 +222,13 @@ func testUnescape(v, esc string) string {
 }
 
 // testEscapeSeq is the regex of one escape in a written value, for the test's own regex.
-var testEscapeSeq = map[string]string{"default": `\\x[0-9A-F]{2}`, "json": `\\(?:u[0-9A-F]{4}|[nt"\\])`}
+var testEscapeSeq = map[string]string{"default": `\\x[0-9A-F]{2}`, "json": `\\(?:u[0-9A-F]{4}|[nt"\\])`, "apache": `\\(?:x[0-9a-f]{2}|[nrtbv"\\])`}
 
-// genFormat is a random format, its variables in order (nil at a literal).
+// genFormat is a random format, its variables in order (nil at a literal): nginx's, or
+// Apache's when esc is "apache".
 type genFormat struct {
 	esc    string
-	tokens []string // literal text or "$name"
+	tokens []string // literal text, "$name" or an Apache directive
 	vars   []*genVar
 }
 
@@ -194,6 +240,8 @@ func (g genFormat) text() string {
 		switch {
 		case v == nil:
 			b.WriteString(tok)
+		case v.directive != "":
+			b.WriteString(v.directive)
 		case i+1 < len(g.tokens) && regexp.MustCompile(`^[A-Za-z0-9_]`).MatchString(g.tokens[i+1]):
 			b.WriteString("${" + v.name + "}")
 		default:
@@ -211,14 +259,18 @@ func (g genFormat) endsWithRest() bool {
 }
 
 func newGenFormat(r *rand.Rand) genFormat {
-	g := genFormat{esc: []string{"default", "default", "json", "none"}[r.IntN(4)]}
+	g := genFormat{esc: []string{"default", "default", "json", "none", "apache"}[r.IntN(5)]}
+	vars := genVars
+	if g.esc == "apache" {
+		vars = apacheGenVars
+	}
 	n := 1 + r.IntN(7)
 	if r.IntN(2) == 0 {
 		g.tokens = append(g.tokens, genLiterals[r.IntN(len(genLiterals))])
 		g.vars = append(g.vars, nil)
 	}
 	for i := range n {
-		v := &genVars[r.IntN(len(genVars))]
+		v := &vars[r.IntN(len(vars))]
 		g.tokens = append(g.tokens, "$"+v.name)
 		g.vars = append(g.vars, v)
 		if i < n-1 || r.IntN(2) == 0 || v.spaced {
@@ -254,7 +306,7 @@ func newGenLine(r *rand.Rand, g genFormat) (genLine, bool) {
 		value := values[v.name]
 		written := value
 		switch {
-		case !found[v.name] && g.esc == "default":
+		case !found[v.name] && (g.esc == "default" || g.esc == "apache"):
 			written = "-"
 		case !v.builtin:
 			written = nginxEscape(value, g.esc)
@@ -269,16 +321,23 @@ func newGenLine(r *rand.Rand, g genFormat) (genLine, bool) {
 		b.WriteString(written)
 		if _, ok := l.want[v.name]; !ok {
 			want := value
-			if !found[v.name] || g.esc == "default" && value == "-" {
+			switch {
+			case v.dashZero && (!found[v.name] || value == "-"):
+				want = "0"
+			case !found[v.name] || (g.esc == "default" || g.esc == "apache") && value == "-":
 				want = ""
 			}
 			l.want[v.name] = want
 		}
 	}
 	l.text = b.String()
-	if req, ok := l.want["request"]; ok {
-		_, hasStatus := values["status"]
-		m, target, proto, ok := splitByParts(req, !hasStatus)
+	request, status := "request", "status"
+	if g.esc == "apache" {
+		request, status = "r", "s"
+	}
+	if req, ok := l.want[request]; ok {
+		_, hasStatus := values[status]
+		m, target, proto, ok := splitByParts(req, g.esc == "apache", !hasStatus)
 		l.want["request_method"], l.want["request_uri"], l.want["server_protocol"] = m, target, proto
 		// The path ends at the query, or at a space in a target nginx refused.
 		l.want["uri"] = target[:strings.IndexAny(target+"?", "? ")]
@@ -286,7 +345,7 @@ func newGenLine(r *rand.Rand, g genFormat) (genLine, bool) {
 			l.want["uri"] = ""
 		}
 	}
-	if st, ok := l.want["status"]; ok {
+	if st, ok := l.want[status]; ok {
 		l.want["status_class"] = st[:1] + "xx"
 	}
 	return l, true
@@ -299,16 +358,24 @@ func newGenLine(r *rand.Rand, g genFormat) (genLine, bool) {
 // whose lines are checked as nginx checks a request line: nothing either for a target
 // with a space or a line of HTTP/0.9 (no protocol) of another method than GET, which
 // nginx refuses. (genVars' statuses are none nginx answers a line it refused with: a
-// format with $status has its lines split as they are.)
-func splitByParts(req string, checked bool) (method, target, proto string, ok bool) {
-	m := requestParts.FindStringSubmatch(req)
+// format with $status has its lines split as they are.) Apache's request lines are split
+// as they are, their method any HTTP token.
+func splitByParts(req string, apache, checked bool) (method, target, proto string, ok bool) {
+	parts := requestParts
+	if apache {
+		parts, checked = apacheRequestParts, false
+	}
+	m := parts.FindStringSubmatch(req)
 	if m == nil || checked && (strings.Contains(m[2], " ") || m[3] == "" && m[1] != "GET") {
 		return "", "", "", false
 	}
 	return m[1], m[2], m[3], true
 }
 
-var requestParts = regexp.MustCompile(`^([A-Z_-]+) +([^ ].*?)(?: +(HTTP/[^ ]* *))? *$`)
+var (
+	requestParts       = regexp.MustCompile(`^([A-Z_-]+) +([^ ].*?)(?: +(HTTP/[^ ]* *))? *$`)
+	apacheRequestParts = regexp.MustCompile("^([!#$%&'*+.^_`|~0-9A-Za-z-]+) +([^ ].*?)(?: +(HTTP/[^ ]* *))? *$")
+)
 
 // ambiguous reports whether a written value holds, outside its escapes, the character the
 // text after it starts with (for a list or $time_local before a space: only in an item), or
@@ -320,6 +387,8 @@ func ambiguous(written, next, esc string, v *genVar, last, restAfter bool) bool 
 		plain = regexp.MustCompile(e).ReplaceAllString(written, "")
 	}
 	switch {
+	case v.bracketed:
+		return false // read to its own ']', which the value has once
 	case (v.list || v.spaced) && stop == ' ':
 		// The list's own shape reads past its separators; the lazy regex cannot: keep
 		// those to the table tests.
@@ -355,6 +424,9 @@ func testRegex(g genFormat) (*regexp.Regexp, []string) {
 		switch {
 		case v == nil:
 			b.WriteString(regexp.QuoteMeta(tok))
+		case v.bracketed:
+			b.WriteString(`(\[[^\]]*\])`)
+			names = append(names, v.name)
 		case i+1 == len(g.tokens) && v.builtin:
 			b.WriteString(`([^ ]*)`)
 			names = append(names, v.name)
@@ -381,12 +453,23 @@ func formatRules(t *testing.T, g genFormat, labels []string) []*config.Rule {
 		ls = append(ls, fmt.Sprintf("l_%s: '${%s}'", name, name))
 	}
 	format := g.text()
+	if g.esc == "apache" {
+		// Apache's format keeps the space around it, which its lines have.
+		return genConfig(t, g, fmt.Sprintf("apache_log_format: %s", strconv.Quote(format)), ls)
+	}
 	if strings.TrimSpace(format) != format {
 		// Space around a format string is no part of it; the directive's quotes keep it.
 		format = fmt.Sprintf("log_format diff escape=%s '%s';", g.esc, strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(format))
 	}
-	c, err := config.Parse([]byte(fmt.Sprintf("inputs: [{name: web, path: /a, log_format: %s, log_format_escape: %s}]\nrules:\n  - name: r\n    labels: {%s}\n",
-		strconv.Quote(format), g.esc, strings.Join(ls, ", "))), "diff.yaml")
+	return genConfig(t, g, fmt.Sprintf("log_format: %s, log_format_escape: %s", strconv.Quote(format), g.esc), ls)
+}
+
+// genConfig is the rules of a config whose input has the format keys given and whose
+// one rule has the labels ls.
+func genConfig(t *testing.T, g genFormat, keys string, ls []string) []*config.Rule {
+	t.Helper()
+	c, err := config.Parse([]byte(fmt.Sprintf("inputs: [{name: web, path: /a, %s}]\nrules:\n  - name: r\n    labels: {%s}\n",
+		keys, strings.Join(ls, ", "))), "diff.yaml")
 	if err != nil {
 		t.Fatalf("format %q: %v", g.text(), err)
 	}
@@ -401,7 +484,7 @@ func TestLogFormatDifferential(t *testing.T) {
 	if race.Enabled {
 		drawn = 120
 	}
-	formats, lines, mutated := 0, 0, 0
+	formats, lines, mutated, apache := 0, 0, 0, 0
 	for range drawn {
 		g := newGenFormat(r)
 		if text := g.text(); g.esc == "json" && strings.HasPrefix(text, "{") && strings.HasSuffix(text, "}") {
@@ -417,6 +500,9 @@ func TestLogFormatDifferential(t *testing.T) {
 			continue
 		}
 		formats++
+		if g.esc == "apache" {
+			apache++
+		}
 		names := make([]string, 0, len(gl[0].want))
 		for name := range gl[0].want {
 			names = append(names, name)
@@ -457,9 +543,12 @@ func TestLogFormatDifferential(t *testing.T) {
 				}
 				for k, name := range refNames {
 					v := sub[k+1]
-					if v == "-" && g.esc == "default" {
+					switch gv := varOf(name); {
+					case v == "-" && gv.dashZero:
+						v = "0"
+					case v == "-" && (g.esc == "default" || g.esc == "apache"):
 						v = ""
-					} else if !varOf(name).builtin {
+					case !gv.builtin:
 						v = testUnescape(v, g.esc)
 					}
 					if v = validLabel(v); v != got[name] {
@@ -492,16 +581,19 @@ func TestLogFormatDifferential(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d formats, %d lines on each matcher, %d mutated lines", formats, lines, mutated)
-	if formats < drawn/2 {
-		t.Errorf("only %d of the formats gave lines: the generator is too strict to test much", formats)
+	t.Logf("%d formats (%d Apache's), %d lines on each matcher, %d mutated lines", formats, apache, lines, mutated)
+	if formats < drawn/2 || apache < drawn/10 {
+		t.Errorf("only %d of the formats gave lines, %d of them Apache's: the generator is too strict to test much", formats, apache)
 	}
 }
 
+// varOf is the variable of a capture, nginx's or Apache's (their names differ).
 func varOf(name string) *genVar {
-	for i := range genVars {
-		if genVars[i].name == name {
-			return &genVars[i]
+	for _, vars := range [][]genVar{genVars, apacheGenVars} {
+		for i := range vars {
+			if vars[i].name == name {
+				return &vars[i]
+			}
 		}
 	}
 	return &genVar{}

@@ -98,6 +98,13 @@ var formatCases = []formatCase{
 	{"an Apache path with spaces", `apache_log_format: '%h %m %U %>s'`,
 		`::1 GET /a b 404`,
 		map[string]string{"U": "/a b", "s": "404"}},
+	// A request line out of quotes: its spaces are every request's.
+	{"an Apache request line out of quotes", `apache_log_format: '%h %r %>s %b'`,
+		`::1 GET /a?b HTTP/1.1 200 5`,
+		map[string]string{"r": "GET /a?b HTTP/1.1", "request_method": "GET", "uri": "/a", "server_protocol": "HTTP/1.1", "s": "200", "b": "5"}},
+	{"a request line out of quotes", `log_format: '$remote_addr $request $status $request_time'`,
+		`::1 GET /a HTTP/1.1 404 0.004`,
+		map[string]string{"request": "GET /a HTTP/1.1", "request_method": "GET", "status": "404", "request_time": "0.004"}},
 	{"apache takes a lower-case method", `apache_log_format: common`,
 		`::1 - - [10/Oct/2000:13:55:36 -0700] "get  /a  HTTP/1.1" 501 -`,
 		map[string]string{"request_method": "get", "uri": "/a", "request_uri": "/a", "server_protocol": "HTTP/1.1"}},

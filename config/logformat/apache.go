@@ -33,8 +33,10 @@ func ParseApache(text string) (*Format, error) {
 		return nil, &Error{len(text) - len(strings.TrimLeft(text, " \t")), "this is Apache's CustomLog directive, which names the log file and its format: give only its format string, the text between its quotes (or the LogFormat of the nickname it names)"}
 	}
 	f := &Format{Server: Apache, Text: text, Escape: EscapeApache}
-	if preset, ok := ApachePresets[text]; ok {
-		f.Preset, f.Text = text, preset
+	// Space around a nickname is no part of it, as a log_format: preset's is not; a
+	// format string keeps its spaces, which Apache writes.
+	if name := strings.TrimSpace(text); ApachePresets[name] != "" {
+		f.Preset, f.Text = name, ApachePresets[name]
 	}
 	if err := checkText(f.Text); err != nil {
 		return nil, err
@@ -114,17 +116,24 @@ func apacheTokens(text string) ([]token, error) {
 		c := text[i]
 		switch {
 		case c == '\\' && i+1 < len(text):
-			// httpd.conf's escapes inside a quoted LogFormat, and mod_log_config's own.
+			// httpd.conf's escapes inside a quoted LogFormat (\" and \\), and mod_log_config's
+			// own (\\, \n, \r, \t), which copies any other backslash as it is, the character
+			// after it read as any other (\%h is a backslash and %h).
 			if lit.Len() == 0 {
 				litAt = i
 			}
 			switch e := text[i+1]; e {
 			case 'n':
 				lit.WriteByte('\n')
+			case 'r':
+				lit.WriteByte('\r')
 			case 't':
 				lit.WriteByte('\t')
-			default:
+			case '"', '\\':
 				lit.WriteByte(e)
+			default:
+				lit.WriteByte(c)
+				i--
 			}
 			i += 2
 		case c == '%' && strings.HasPrefix(text[i:], "%%"):
@@ -154,13 +163,18 @@ func apacheTokens(text string) ([]token, error) {
 	return toks, nil
 }
 
-// apacheLetters are the directives mod_log_config and mod_logio know; apacheEscaped those
-// whose text it escapes (ap_escape_logitem: \" \\ \n and \xhh) and writes as "-" when
-// it has none. The others are numbers, addresses and times.
+// apacheLetters are the directives mod_log_config, mod_logio and mod_ssl know (mod_ssl's
+// %{VAR}x and %{version}c are in its default ssl_request_log format); apacheEscaped those
+// whose text mod_log_config escapes (ap_escape_logitem: \" \\ \n and \xhh) and writes as
+// "-" when it has none. The others are numbers, addresses, times and mod_ssl's values, which
+// it writes as they are. apacheTwoLetters follow a ^: the trailers, escaped, and mod_logio's
+// time to the first byte, a number.
 const (
-	apacheLetters = "aABbCDefhHiIklLmnoOpPqrRsStTuUvVX"
+	apacheLetters = "aABbcCDefhHiIklLmnoOpPqrRsStTuUvVxX"
 	apacheEscaped = "CefhHilmnoqrRuUvV"
 )
+
+var apacheTwoLetters = []string{"ti", "to", "FB"}
 
 // apacheOriginal are the directives that read the original request of an internal
 // redirect unless < or > says otherwise (mod_log_config registers them so); every other
@@ -217,8 +231,10 @@ func apacheDirective(s string) (*variable, int, *Error) {
 	}
 	var letter string
 	switch {
-	case strings.HasPrefix(s[i:], "^ti") || strings.HasPrefix(s[i:], "^to"):
+	case strings.HasPrefix(s[i:], "^") && len(s) >= i+3 && slices.Contains(apacheTwoLetters, s[i+1:i+3]):
 		letter = s[i+1 : i+3]
+	case strings.HasPrefix(s[i:], "^"):
+		return nil, 0, &Error{i, fmt.Sprintf("%%%s is not a directive of mod_log_config or mod_logio (%%^ti, %%^to, %%^FB)", s[i:min(len(s), i+3)])}
 	case i < len(s) && strings.IndexByte(apacheLetters, s[i]) >= 0:
 		letter = s[i : i+1]
 	case i < len(s):
@@ -227,10 +243,10 @@ func apacheDirective(s string) (*variable, int, *Error) {
 		return nil, 0, &Error{i, "the directive has no letter"}
 	}
 	n := i + len(letter)
-	if letter == "ti" || letter == "to" {
+	if len(letter) == 2 {
 		n++
 	}
-	v := &variable{name: letter, text: s[:n], escaped: len(letter) == 2 || strings.Contains(apacheEscaped, letter)}
+	v := &variable{name: letter, text: s[:n], escaped: letter == "ti" || letter == "to" || len(letter) == 1 && strings.Contains(apacheEscaped, letter)}
 	if arg != "" {
 		v.name += "_" + argName(arg)
 	}
@@ -249,7 +265,7 @@ func apacheDirective(s string) (*variable, int, *Error) {
 		}
 	case letter == "i" && strings.EqualFold(arg, "X-Forwarded-For"):
 		v.joined = true
-	case letter == "u" || letter == "U":
+	case letter == "u" || letter == "U" || letter == "r":
 		v.words = true
 	case letter == "b" && v.condition == "":
 		// "In CLF format, i.e. a '-' rather than a 0 when no bytes are sent" (its
@@ -265,6 +281,32 @@ func apacheDirective(s string) (*variable, int, *Error) {
 		v.lead = '?'
 	}
 	return v, n, nil
+}
+
+// ApacheDurationUnit is the unit a directive v, as written (%D, %{ms}T), writes a duration
+// in: "seconds", "milliseconds" or "microseconds"; "" for a directive that writes none.
+// mod_log_config reads %T's unit whatever its case, and writes an unknown one as it is.
+func ApacheDurationUnit(v string) string {
+	if v == "" {
+		return ""
+	}
+	letter := v[len(v)-1:]
+	arg := ""
+	if open, end := strings.IndexByte(v, '{'), strings.LastIndexByte(v, '}'); open >= 0 && end > open {
+		arg = strings.ToLower(v[open+1 : end])
+	}
+	switch {
+	case letter == "D" || strings.HasSuffix(v, "^FB"):
+		return "microseconds"
+	case letter != "T":
+	case arg == "" || arg == "s":
+		return "seconds"
+	case arg == "ms":
+		return "milliseconds"
+	case arg == "us":
+		return "microseconds"
+	}
+	return ""
 }
 
 // apacheCondition is the condition of a directive as part of a capture name: its

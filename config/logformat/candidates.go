@@ -136,7 +136,8 @@ const numericApache = "sbBDTIOS"
 // (a quoted header where a time would be).
 func (f *Format) Numeric(capture string) bool {
 	if f.Server == Apache {
-		// A directive ends with its letter (%{ms}T, %>s); ^ti and ^to write text.
+		// A directive ends with its letter (%{ms}T, %>s); ^ti and ^to write text, and
+		// ^FB, a number, ends with B as %B does.
 		i := slices.IndexFunc(f.Captures, func(c Capture) bool { return c.Name == capture })
 		return i >= 0 && strings.IndexByte(numericApache, f.Captures[i].Var[len(f.Captures[i].Var)-1]) >= 0
 	}

@@ -403,7 +403,8 @@ type variable struct {
 	// words: the value may hold spaces out of quotes, which its server does not escape,
 	// where any client writes it: the user name of an Authorization header, sent to any
 	// server (nginx's $remote_user, Apache's %u), a request's path decoded (a %20 in it:
-	// nginx's $uri and $document_uri, Apache's %U).
+	// nginx's $uri and $document_uri, Apache's %U), the request line, whose spaces every
+	// request has (nginx's $request, Apache's %r).
 	words bool
 }
 

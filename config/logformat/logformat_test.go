@@ -85,6 +85,8 @@ func TestFormatErrors(t *testing.T) {
 		{`{"$k":"$b"}`, EscapeJSON, false, 1, `the key "$k" holds a variable`},
 		{`%h %Z`, 0, true, 4, "%Z is not a directive"},
 		{`%{X`, 0, true, 1, "the closing } of the directive's argument is missing"},
+		{`%h %^ZZ`, 0, true, 4, "%^ZZ is not a directive of mod_log_config or mod_logio"},
+		{`%h %^F`, 0, true, 4, "%^F is not a directive"},
 		{"$a\xff", EscapeDefault, false, 2, "not valid UTF-8"},
 		// The quoted pieces of a directive without its keyword: no line holds a line break.
 		{"'$remote_addr '\n'$status'", EscapeDefault, false, 15, "the format has a line break"},
@@ -122,6 +124,9 @@ func TestApacheBlock(t *testing.T) {
 		{"%h %>s\n", "10.0.0.1 200"},
 		{"%h %>s\r\n", "10.0.0.1 200"},
 		{"combined\n", combined},
+		// Space around a nickname, as around an nginx preset's name, is no part of it.
+		{"combined ", combined},
+		{" combined", combined},
 	} {
 		t.Run(c.text, func(t *testing.T) {
 			f, err := ParseApache(c.text)
@@ -341,16 +346,76 @@ func TestApacheNames(t *testing.T) {
 	}
 }
 
+// TestApacheFormatEscapes: a format's backslashes are read as mod_log_config reads them
+// (\\, \n, \r, \t; any other kept, the character after it read as any other), and \" as
+// httpd.conf's quotes have it: its lines fit.
+func TestApacheFormatEscapes(t *testing.T) {
+	for _, c := range []struct{ name, text, line, status string }{
+		{"quotes", `%h \"%r\" %>s`, `::1 "GET / HTTP/1.1" 200`, "200"},
+		{"a tab", `%h\t%>s`, "::1\t200", "200"},
+		{"a backslash", `%h \\ %>s`, `::1 \ 200`, "200"},
+		{"a backslash kept", `%h \[%>s\]`, `::1 \[200\]`, "200"},
+		{"a backslash before a directive", `%h \%>s`, `::1 \200`, "200"},
+		{"a backslash at the end", `%h %>s\`, `::1 200\`, "200"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f, err := ParseApache(c.text)
+			if err != nil {
+				t.Fatal(err)
+			}
+			re := regexp.MustCompile(f.Regex)
+			m := re.FindStringSubmatch(c.line)
+			if m == nil || m[re.SubexpIndex("s")] != c.status {
+				t.Errorf("regex %q reads %q as %q, want s %q", f.Regex, c.line, m, c.status)
+			}
+		})
+	}
+}
+
+// TestApacheModules: the directives of mod_ssl (%{VAR}x, %{version}c, in httpd's default
+// ssl_request_log format) and mod_logio (%^FB) are read: mod_ssl writes its values as they
+// are, mod_logio its time to the first byte as a number.
+func TestApacheModules(t *testing.T) {
+	for _, c := range []struct {
+		name, text, line string
+		want             map[string]string
+	}{
+		{"ssl_request_log", `%t %h %{SSL_PROTOCOL}x %{SSL_CIPHER}x \"%r\" %b`,
+			`[01/Mar/2024:12:00:00 +0000] 10.0.0.1 TLSv1.3 TLS_AES_256_GCM_SHA384 "GET / HTTP/1.1" 5`,
+			map[string]string{"x_ssl_protocol": "TLSv1.3", "x_ssl_cipher": "TLS_AES_256_GCM_SHA384", "b": "5"}},
+		{"mod_ssl's c", `%h %{version}c %>s`, `10.0.0.1 TLSv1.2 200`, map[string]string{"c_version": "TLSv1.2", "s": "200"}},
+		{"time to the first byte", `%h %^FB %>s`, `10.0.0.1 1234 200`, map[string]string{"FB": "1234", "s": "200"}},
+		{"a trailer beside it", `%h %{X}^ti %^FB`, `10.0.0.1 a 17`, map[string]string{"ti_x": "a", "FB": "17"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f, err := ParseApache(c.text)
+			if err != nil {
+				t.Fatal(err)
+			}
+			re := regexp.MustCompile(f.Regex)
+			m := re.FindStringSubmatch(c.line)
+			if m == nil {
+				t.Fatalf("regex %q does not match %q", f.Regex, c.line)
+			}
+			for name, want := range c.want {
+				if got := m[re.SubexpIndex(name)]; got != want {
+					t.Errorf("%s = %q, want %q", name, got, want)
+				}
+			}
+		})
+	}
+}
+
 // TestApacheNumeric: a directive that writes a number is numeric whatever its capture is
 // named (the original request's, a condition's, a unit's), as the lines of candidates are
 // told apart by.
 func TestApacheNumeric(t *testing.T) {
-	f, err := ParseApache(`%h %s %>s %!200s %{ms}T %D %{X}i %{X}^ti %b`)
+	f, err := ParseApache(`%h %s %>s %!200s %{ms}T %D %{X}i %{X}^ti %b %^FB %{SSL_CIPHER}x`)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]bool{"h": false, "s_original": true, "s": true, "s_original_not_200": true, "T_ms": true, "D": true,
-		"i_x": false, "ti_x": false, "b": true, "status_class": false}
+		"i_x": false, "ti_x": false, "b": true, "status_class": false, "FB": true, "x_ssl_cipher": false}
 	for name, numeric := range want {
 		if got := f.Numeric(name); got != numeric {
 			t.Errorf("%s: numeric %v, want %v", name, got, numeric)
@@ -373,6 +438,9 @@ func TestWords(t *testing.T) {
 		{"a path", `$remote_addr $request_method $uri $status`, false, []string{"uri"}},
 		{"a document path", `$remote_addr $document_uri $status`, false, []string{"document_uri"}},
 		{"an Apache path", `%h %m %U %>s`, true, []string{"U"}},
+		{"a request line out of quotes", `$remote_addr $request $status`, false, []string{"request"}},
+		{"an Apache request line out of quotes", `%h %r %>s %b`, true, []string{"r"}},
+		{"a request line before other text", `%h %r@%>s %b`, true, nil},
 		{"in quotes", `$remote_addr "$remote_user" $status`, false, nil},
 		{"at the end", `$remote_addr $remote_user`, false, nil},
 		{"the first of two", `$remote_user $uri $status`, false, []string{"remote_user"}},

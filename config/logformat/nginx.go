@@ -134,7 +134,7 @@ func nginxVariable(s string) (*variable, int, *Error) {
 		v.spaces = 3
 	case "http_x_forwarded_for", "proxy_add_x_forwarded_for":
 		v.joined = true
-	case "remote_user", "uri", "document_uri":
+	case "remote_user", "uri", "document_uri", "request":
 		v.words = true
 	}
 	return v, n, nil

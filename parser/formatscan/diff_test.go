@@ -634,7 +634,9 @@ func TestWordsDifferential(t *testing.T) {
 	// user before parts a line may leave out, which a line of more words gives the user.
 	all := append(formats(t), format(t, `$remote_addr $request_method $uri $status $request_time`, logformat.EscapeDefault, false),
 		format(t, `%h %m %U %>s "%{User-agent}i"`, 0, true), format(t, `$remote_user $uri $status`, logformat.EscapeDefault, false),
-		format(t, `$remote_user [$time_local] $upstream_addr $status $http_x_forwarded_for $request_time`, logformat.EscapeDefault, false))
+		format(t, `$remote_user [$time_local] $upstream_addr $status $http_x_forwarded_for $request_time`, logformat.EscapeDefault, false),
+		// Request lines out of quotes, whose spaces every request has.
+		format(t, `%h %r %>s %b`, 0, true), format(t, `$remote_addr $request $status $request_time`, logformat.EscapeDefault, false))
 	for i, f := range all {
 		if !slices.ContainsFunc(f.Pieces, func(p logformat.Piece) bool { return p.Words }) {
 			continue
