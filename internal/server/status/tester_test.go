@@ -124,3 +124,37 @@ func TestLineTesterNamesUnnamedInputs(t *testing.T) {
 		})
 	}
 }
+
+// TestLineTesterCountsLines posts lines as files and pastes end them: a newline after the
+// last, blank lines between. Blank lines are skipped and count toward no bound, so 100
+// lines of a file are all explained and not told clipped.
+func TestLineTesterCountsLines(t *testing.T) {
+	lines := func(n int, sep string) string { return strings.Repeat("x"+sep, n) }
+	for _, c := range []struct {
+		name, lines string
+		explained   int
+		clipped     bool
+	}{
+		{"100 lines, the last ended", lines(MaxExplainLines, "\n"), MaxExplainLines, false},
+		{"100 lines ended by CRLF", lines(MaxExplainLines, "\r\n"), MaxExplainLines, false},
+		{"100 lines between blank ones", "\n\n" + lines(MaxExplainLines, "\n\n"), MaxExplainLines, false},
+		{"101 lines", lines(MaxExplainLines+1, "\n"), MaxExplainLines, true},
+		{"101 lines between blank ones", lines(MaxExplainLines+1, "\n\r\n"), MaxExplainLines, true},
+		{"blank lines only", "\n\r\n\n", 0, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			mux := testMux(t, &fakeSource{cfg: testConfig(t)}, true)
+			rec := post(mux, "input=web&lines="+url.QueryEscape(c.lines))
+			if rec.Code != http.StatusOK {
+				t.Fatalf("HTTP %d: %.300s", rec.Code, rec.Body)
+			}
+			body := rec.Body.String()
+			if n := strings.Count(body, `<div class="line">`); n != c.explained {
+				t.Errorf("%d lines explained, want %d", n, c.explained)
+			}
+			if clipped := strings.Contains(body, "Only the first"); clipped != c.clipped {
+				t.Errorf("told clipped: %v, want %v", clipped, c.clipped)
+			}
+		})
+	}
+}
