@@ -20,8 +20,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/common/model"
-
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/config/quantity"
 	"github.com/logwindow/logwindow_exporter/internal/selfmetric"
@@ -161,11 +159,7 @@ func variables(cfg *config.Config) []variable {
 	seen := map[window]bool{}
 	for _, r := range cfg.Rules {
 		for i, w := range r.Windows {
-			text := model.Duration(w).String()
-			if len(r.WindowNames) == len(r.Windows) {
-				text = r.WindowNames[i]
-			}
-			if win := (window{w, text}); !seen[win] {
+			if win := (window{w, r.WindowName(i)}); !seen[win] {
 				seen[win] = true
 				windows = append(windows, win)
 			}
