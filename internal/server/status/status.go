@@ -207,6 +207,15 @@ func (lt *lineTester) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "The form has no field lines: send the lines URL-encoded in it (curl --data-urlencode lines@access.log).", http.StatusBadRequest)
 		return
 	}
+	for _, field := range []string{"input", "lines"} {
+		if n := len(r.PostForm[field]); n > 1 {
+			// Get would read the first alone: the lines of a second file
+			// (curl --data-urlencode lines@a.log --data-urlencode lines@b.log) would go
+			// unexplained, unsaid.
+			http.Error(w, fmt.Sprintf("The form has the field %s %d times: send it once (the lines of several files in one field, one per line).", field, n), http.StatusBadRequest)
+			return
+		}
+	}
 	input := r.PostForm.Get("input")
 	if msg := checkInput(lt.o.Source.Config(), input); msg != "" {
 		http.Error(w, msg, http.StatusBadRequest)

@@ -39,6 +39,9 @@ func TestLineTesterRefusesWhatItCannotRead(t *testing.T) {
 		{"form without lines", "application/x-www-form-urlencoded", "input=web", http.StatusBadRequest, "lines"},
 		{"log posted as it is (curl --data-binary @access.log)", "application/x-www-form-urlencoded", `10.0.0.1 - - [14/Nov/2023:22:13:20 +0000] "GET / HTTP/1.1" 200 1`, http.StatusBadRequest, "--data-urlencode lines@"},
 		{"empty lines", "application/x-www-form-urlencoded", "input=web&lines=", http.StatusOK, "No line was given"},
+		// Each would be read first alone: the second file's lines left out, unsaid.
+		{"lines twice (curl --data-urlencode lines@a.log --data-urlencode lines@b.log)", "application/x-www-form-urlencoded", "input=web&lines=a&lines=b", http.StatusBadRequest, "lines 2 times"},
+		{"input twice", "application/x-www-form-urlencoded", "input=web&input=wbe&lines=a", http.StatusBadRequest, "input 2 times"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
