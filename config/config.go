@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/common/model"
+
 	"github.com/logwindow/logwindow_exporter/config/logformat"
 	"github.com/logwindow/logwindow_exporter/config/quantity"
 )
@@ -263,6 +265,14 @@ type Rule struct {
 // Longest is the rule's longest window (Windows is sorted ascending and never empty once
 // loaded).
 func (r *Rule) Longest() time.Duration { return r.Windows[len(r.Windows)-1] }
+
+// WindowName is window i of Windows as its series' window label names it: as written.
+func (r *Rule) WindowName(i int) string {
+	if len(r.WindowNames) == len(r.Windows) {
+		return r.WindowNames[i]
+	}
+	return model.Duration(r.Windows[i]).String()
+}
 
 // IsValueRule reports whether the rule sums a capture rather than counting lines.
 func (r *Rule) IsValueRule() bool { return r.ValueCapture >= 0 }

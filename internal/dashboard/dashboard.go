@@ -15,11 +15,10 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/prometheus/common/model"
 
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/config/quantity"
@@ -160,11 +159,7 @@ func variables(cfg *config.Config) []variable {
 	seen := map[window]bool{}
 	for _, r := range cfg.Rules {
 		for i, w := range r.Windows {
-			text := model.Duration(w).String()
-			if len(r.WindowNames) == len(r.Windows) {
-				text = r.WindowNames[i]
-			}
-			if win := (window{w, text}); !seen[win] {
+			if win := (window{w, r.WindowName(i)}); !seen[win] {
 				seen[win] = true
 				windows = append(windows, win)
 			}
@@ -287,7 +282,29 @@ func by(r *config.Rule) (grouping, legend string) {
 		names[i] = l.Name
 		legends[i] = "{{" + l.Name + "}}"
 	}
-	return " by (" + strings.Join(names, ", ") + ")", strings.Join(legends, " ")
+	return groupBy(names...), strings.Join(legends, " ")
+}
+
+// notLabels are the label names (snake_case, as a rule's are) that PromQL's lexer reads
+// as something else: the keyword without and the numbers inf and nan. Every other keyword
+// reads as a label name where one is expected.
+var notLabels = []string{"without", "inf", "nan"}
+
+// groupBy is the by clause of an aggregation over labels, "" for none. A label of
+// notLabels is quoted, as Prometheus 3 reads a label name: unquoted, the query does not
+// parse at all (and Prometheus 2 parses it neither way).
+func groupBy(labels ...string) string {
+	if len(labels) == 0 {
+		return ""
+	}
+	names := make([]string, len(labels))
+	for i, l := range labels {
+		names[i] = l
+		if slices.Contains(notLabels, l) {
+			names[i] = strconv.Quote(l)
+		}
+	}
+	return " by (" + strings.Join(names, ", ") + ")"
 }
 
 // rule adds the row of one rule: a panel per family it exports.
@@ -364,7 +381,7 @@ func (b *builder) rule(r *config.Rule) {
 			"short", target1(FleetDistinct(family(quantity.DistinctRegisterSuffix), m, labels), legend)), 12, 8)
 	}
 	if t := r.Top; t != nil {
-		q := target{Expr: fmt.Sprintf("topk(%d, sum by (%s) (%s))", t.K, t.Label, family(quantity.TopSuffix)), Legend: "{{" + t.Label + "}}", Instant: true, Format: "table"}
+		q := target{Expr: fmt.Sprintf("topk(%d, sum%s (%s))", t.K, groupBy(t.Label), family(quantity.TopSuffix)), Legend: "{{" + t.Label + "}}", Instant: true, Format: "table"}
 		add(table(fmt.Sprintf("Top %d values of %s in $window", t.K, t.Label), "The values of "+t.Label+" with the largest sums over the window, summed over instances and the rule's other labels. "+
 			"Each instance exports its own top values, each at most its window's total/(capacity+1) below the true sum: a value under an instance's k-th is missing from that instance's share.", sumUnit, q), 12, 8)
 	}

@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -108,6 +109,16 @@ rules:
     value: bytes
     labels: {path: '${path}'}
     top: {label: path, k: 5, min: 100}
+`},
+	// PromQL reads without as a keyword, inf and nan as numbers.
+	{"labels PromQL does not read as labels unquoted", `
+rules:
+  - name: requests
+    match: '^(?P<method>\S+) (?P<path>\S+) (?P<status>\d)'
+    labels: {without: '${method}', nan: '${status}', by: '${method}', inf: '${path}'}
+    top: {label: inf, k: 2}
+    distinct: '${path}'
+    distinct_registers: 16
 `},
 	{"quantiles without buckets, and a native histogram beside buckets", `
 rules:
@@ -322,7 +333,12 @@ func TestPanelsMatchExporter(t *testing.T) {
 					}
 					var named []string
 					for _, g := range groupedBy.FindAllStringSubmatch(tg.Expr, -1) {
-						named = append(named, strings.Split(g[1], ", ")...)
+						for _, l := range strings.Split(g[1], ", ") {
+							if unquoted, err := strconv.Unquote(l); err == nil {
+								l = unquoted
+							}
+							named = append(named, l)
+						}
 					}
 					for _, l := range legendLabel.FindAllStringSubmatch(tg.Legend, -1) {
 						named = append(named, l[1])
@@ -800,6 +816,40 @@ func TestStatisticsTitle(t *testing.T) {
 			}
 			if !slices.Equal(titles, []string{c.title}) {
 				t.Errorf("panels %q, want one titled %q", titles, c.title)
+			}
+		})
+	}
+}
+
+// TestGroupingLabelsParse checks that every label a query groups by is written as PromQL
+// reads a label there: a name the lexer takes for a label (any keyword but without; not
+// inf or nan, which it reads as numbers), else quoted.
+func TestGroupingLabelsParse(t *testing.T) {
+	identifier := regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, _ := load(t, c.rules)
+			out, err := New(cfg, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range decode(t, out).Panels {
+				for _, tg := range p.Targets {
+					for _, g := range groupedBy.FindAllStringSubmatch(tg.Expr, -1) {
+						for _, l := range strings.Split(g[1], ", ") {
+							if _, err := strconv.Unquote(l); err == nil {
+								continue
+							}
+							switch l {
+							case "without", "inf", "nan":
+								t.Errorf("panel %q groups by %s unquoted, which PromQL does not read as a label: %s", p.Title, l, tg.Expr)
+							}
+							if !identifier.MatchString(l) {
+								t.Errorf("panel %q groups by %q: %s", p.Title, l, tg.Expr)
+							}
+						}
+					}
+				}
 			}
 		})
 	}

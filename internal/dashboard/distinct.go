@@ -2,7 +2,6 @@ package dashboard
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/logwindow/logwindow_exporter/config/quantity"
 )
@@ -16,14 +15,8 @@ import (
 // near-optimal cardinality estimation algorithm”, Flajolet et al., 2007). Its standard
 // error is 1.04/√m; the window label must be fixed by the selector or be among by.
 func FleetDistinct(selector string, m int, by []string) string {
-	group := func(labels ...string) string {
-		if len(labels) == 0 {
-			return ""
-		}
-		return " by (" + strings.Join(labels, ", ") + ")"
-	}
-	registers := fmt.Sprintf("max%s (%s)", group(append(by[:len(by):len(by)], quantity.RegisterLabel)...), selector)
-	raw := fmt.Sprintf("0.7213 / (1 + 1.079 / %d) * %d^2 / sum%s (2 ^ -(%s))", m, m, group(by...), registers)
-	linear := fmt.Sprintf("%d * ln(%d / count%s (%s == 0))", m, m, group(by...), registers)
+	registers := fmt.Sprintf("max%s (%s)", groupBy(append(by[:len(by):len(by)], quantity.RegisterLabel)...), selector)
+	raw := fmt.Sprintf("0.7213 / (1 + 1.079 / %d) * %d^2 / sum%s (2 ^ -(%s))", m, m, groupBy(by...), registers)
+	linear := fmt.Sprintf("%d * ln(%d / count%s (%s == 0))", m, m, groupBy(by...), registers)
 	return fmt.Sprintf("(%s and %s <= %g) or %s", linear, raw, 2.5*float64(m), raw)
 }

@@ -55,6 +55,10 @@ rules:
     labels: {path: '${uri}'}
     top: {label: path, k: 10}
     windows: [10s, 1m]
+  - name: web_ok
+    inputs: [web]
+    where: {status: '^2'}
+    windows: [60s, 300s, 90m]
 `
 
 // fakeWindows serves fixed window sums, counting the reads.
@@ -117,6 +121,7 @@ func TestRulesTable(t *testing.T) {
 		{Rule: "web_clients", Windows: []time.Duration{time.Minute, time.Hour}, Sums: []float64{3, 7}},
 		// web_paths is read from a store whose windows are not the config's: not shown.
 		{Rule: "web_paths", Windows: []time.Duration{10 * time.Second}, Sums: []float64{9}},
+		{Rule: "web_ok", Windows: []time.Duration{time.Minute, 5 * time.Minute, 90 * time.Minute}, Sums: []float64{1, 5, 8}},
 	}}
 	_, raw := getPage(t, Options{Name: "test", Source: &fakeSource{cfg: cfg}, Gatherer: prometheus.NewRegistry(),
 		MetricsPath: "/metrics", Windows: windows})
@@ -133,6 +138,9 @@ func TestRulesTable(t *testing.T) {
 			"", "log_format: combined / captures remote_addr"},
 		"web_paths": {"counts lines; per window: matched lines, per-second rate, top 10 path by matched lines", "– / matched lines in 1m",
 			"", "log_format: combined / captures uri"},
+		// Windows are named as written, as their label names them.
+		"web_ok": {"counts lines; per window: matched lines, per-second rate", "5 / matched lines in 300s",
+			"", "log_format: combined / captures status"},
 	}
 	for name, w := range want {
 		t.Run(name, func(t *testing.T) {
@@ -154,6 +162,9 @@ func TestRulesTable(t *testing.T) {
 				t.Errorf("reads %q\nwant %q", row[9], reads)
 			}
 		})
+	}
+	if ws := rows["web_ok"][7]; ws != "60s 300s 90m" {
+		t.Errorf("web_ok's windows %q, want them as written, 60s 300s 90m", ws)
 	}
 	if windows.reads != 1 {
 		t.Errorf("the windows were read %d times for one page", windows.reads)

@@ -38,7 +38,7 @@ import (
 // it), while the work of explaining grows with every byte.
 const MaxExplainBody = 256 << 10
 
-// MaxExplainLines bounds how many pasted lines one POST explains.
+// MaxExplainLines bounds how many pasted lines one POST explains; blank lines are skipped, uncounted.
 const MaxExplainLines = 100
 
 // MaxExplainReply bounds the reply to a POST to /-/explain: the explanations that would
@@ -207,6 +207,15 @@ func (lt *lineTester) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "The form has no field lines: send the lines URL-encoded in it (curl --data-urlencode lines@access.log).", http.StatusBadRequest)
 		return
 	}
+	for _, field := range []string{"input", "lines"} {
+		if n := len(r.PostForm[field]); n > 1 {
+			// Get would read the first alone: the lines of a second file
+			// (curl --data-urlencode lines@a.log --data-urlencode lines@b.log) would go
+			// unexplained, unsaid.
+			http.Error(w, fmt.Sprintf("The form has the field %s %d times: send it once (the lines of several files in one field, one per line).", field, n), http.StatusBadRequest)
+			return
+		}
+	}
 	input := r.PostForm.Get("input")
 	if msg := checkInput(lt.o.Source.Config(), input); msg != "" {
 		http.Error(w, msg, http.StatusBadRequest)
@@ -356,15 +365,18 @@ func (o *Options) explainPage(v *view, input, lines string) ([]byte, error) {
 	room := MaxExplainReply - base.Len()
 	n := 0
 	for line := range strings.SplitSeq(lines, "\n") {
+		// A blank line is no line to explain, and counts toward no bound: the newline
+		// that ends a file's last line, or the blank lines of a paste from a terminal,
+		// would otherwise have 100 lines told clipped with every one of them explained.
+		line = strings.TrimSuffix(line, "\r")
+		if line == "" {
+			continue
+		}
 		if n == MaxExplainLines {
 			v.Clipped = true
 			break
 		}
 		n++
-		line = strings.TrimSuffix(line, "\r")
-		if line == "" {
-			continue
-		}
 		if v.LeftOut > 0 {
 			v.LeftOut++
 			continue

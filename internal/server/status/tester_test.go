@@ -39,6 +39,9 @@ func TestLineTesterRefusesWhatItCannotRead(t *testing.T) {
 		{"form without lines", "application/x-www-form-urlencoded", "input=web", http.StatusBadRequest, "lines"},
 		{"log posted as it is (curl --data-binary @access.log)", "application/x-www-form-urlencoded", `10.0.0.1 - - [14/Nov/2023:22:13:20 +0000] "GET / HTTP/1.1" 200 1`, http.StatusBadRequest, "--data-urlencode lines@"},
 		{"empty lines", "application/x-www-form-urlencoded", "input=web&lines=", http.StatusOK, "No line was given"},
+		// Each would be read first alone: the second file's lines left out, unsaid.
+		{"lines twice (curl --data-urlencode lines@a.log --data-urlencode lines@b.log)", "application/x-www-form-urlencoded", "input=web&lines=a&lines=b", http.StatusBadRequest, "lines 2 times"},
+		{"input twice", "application/x-www-form-urlencoded", "input=web&input=wbe&lines=a", http.StatusBadRequest, "input 2 times"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -120,6 +123,40 @@ func TestLineTesterNamesUnnamedInputs(t *testing.T) {
 				if code != http.StatusOK && tc.posts[""] != http.StatusOK && strings.Contains(rec.Body.String(), "leave input empty") {
 					t.Errorf("input %q: %q advises an empty input, which is refused", input, rec.Body.String())
 				}
+			}
+		})
+	}
+}
+
+// TestLineTesterCountsLines posts lines as files and pastes end them: a newline after the
+// last, blank lines between. Blank lines are skipped and count toward no bound, so 100
+// lines of a file are all explained and not told clipped.
+func TestLineTesterCountsLines(t *testing.T) {
+	lines := func(n int, sep string) string { return strings.Repeat("x"+sep, n) }
+	for _, c := range []struct {
+		name, lines string
+		explained   int
+		clipped     bool
+	}{
+		{"100 lines, the last ended", lines(MaxExplainLines, "\n"), MaxExplainLines, false},
+		{"100 lines ended by CRLF", lines(MaxExplainLines, "\r\n"), MaxExplainLines, false},
+		{"100 lines between blank ones", "\n\n" + lines(MaxExplainLines, "\n\n"), MaxExplainLines, false},
+		{"101 lines", lines(MaxExplainLines+1, "\n"), MaxExplainLines, true},
+		{"101 lines between blank ones", lines(MaxExplainLines+1, "\n\r\n"), MaxExplainLines, true},
+		{"blank lines only", "\n\r\n\n", 0, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			mux := testMux(t, &fakeSource{cfg: testConfig(t)}, true)
+			rec := post(mux, "input=web&lines="+url.QueryEscape(c.lines))
+			if rec.Code != http.StatusOK {
+				t.Fatalf("HTTP %d: %.300s", rec.Code, rec.Body)
+			}
+			body := rec.Body.String()
+			if n := strings.Count(body, `<div class="line">`); n != c.explained {
+				t.Errorf("%d lines explained, want %d", n, c.explained)
+			}
+			if clipped := strings.Contains(body, "Only the first"); clipped != c.clipped {
+				t.Errorf("told clipped: %v, want %v", clipped, c.clipped)
 			}
 		})
 	}

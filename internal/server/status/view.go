@@ -375,8 +375,10 @@ func newRuleRow(m metrics, r *config.Rule, sums scrape.WindowSums) ruleRow {
 			row.Written = r.Match
 		}
 	}
+	// Windows are named as their label names them, the window as written ("300s"), so
+	// that the page's names are those /metrics has.
 	i := pickWindow(r.Windows)
-	row.Window = model.Duration(r.Windows[i]).String()
+	row.Window = r.WindowName(i)
 	// The sums are read from the store in use, which a reload may have changed since the
 	// config was: they are shown only for the same window.
 	for j, w := range sums.Windows {
@@ -385,8 +387,8 @@ func newRuleRow(m metrics, r *config.Rule, sums scrape.WindowSums) ruleRow {
 		}
 	}
 	var ws []string
-	for _, w := range r.Windows {
-		ws = append(ws, model.Duration(w).String())
+	for j := range r.Windows {
+		ws = append(ws, r.WindowName(j))
 	}
 	row.Windows = strings.Join(ws, " ")
 	row.Inputs = "all"
