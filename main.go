@@ -3,6 +3,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -255,9 +256,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		// matched any: they show why. The summary of the input follows them.
 		var summary bytes.Buffer
 		opts.Summary = &summary
-		lines, err := pipeline.Explain(cfg, *explainFile, *explainLines, opts)
-		if werr := explain.Write(stdout, *explainFormat, lines); err == nil {
-			err = werr
+		out := bufio.NewWriter(stdout)
+		err := pipeline.Explain(cfg, *explainFile, *explainLines, opts, func(l explain.Line) error {
+			return explain.Write(out, *explainFormat, []explain.Line{l})
+		})
+		if ferr := out.Flush(); err == nil {
+			err = ferr
 		}
 		_, _ = summary.WriteTo(stderr)
 		if err != nil {

@@ -39,7 +39,7 @@ func TestOneShotsNumberLinesPastTooLongOnes(t *testing.T) {
 				t.Fatal(err)
 			}
 			var summary bytes.Buffer
-			lines, err := Explain(cfg, log, 10, Options{Now: time.Now, Summary: &summary, MaxLineBytes: 200})
+			lines, err := explainAll(cfg, log, 10, Options{Now: time.Now, Summary: &summary, MaxLineBytes: 200})
 			if err != nil {
 				t.Fatal(err)
 			}
