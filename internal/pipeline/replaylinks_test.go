@@ -136,7 +136,7 @@ rules:
 		for _, want := range []string{
 			filepath.Join(logs, "secret.log") + ": permission denied",
 			filepath.Join(logs, "locked") + ": permission denied",
-			strconv.Quote(forged + ": not a regular file (p---------)"),
+			strconv.Quote(forged + ": not a regular file but a named pipe (FIFO)"),
 		} {
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("%s: error\n%v\nlacks %s", mode, err, want)
