@@ -3,6 +3,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -62,12 +64,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var (
 		configFile    = app.Flag("config.file", "Rule file (YAML). Default: "+strings.Join(defaultConfigFiles, ", else ")+", in the working directory.").PlaceHolder("FILE").String()
 		configCheck   = app.Flag("config.check", "Validate the rule file, and the web config and listen addresses given, as the start does; print every error, and exit (0 valid, 1 invalid).").Bool()
-		sampleFiles   = app.Flag("sample", "With --config.check: read this file (repeatable) as the input that reads it would, print per input how many of its lines are of its format and per rule how many it dropped for a time or number that does not parse, and exit 1 when an input read lines and none is, or could read none, a rule counted none of the lines it matched and dropped some so, a file could not be read, or no input reads a file and no rule matched its lines.").PlaceHolder("FILE").Strings()
+		sampleFiles   = app.Flag("sample", "With --config.check: read this file (repeatable) as the input that reads it would, print per input how many of its lines are of its format and per rule how many it dropped for a time or number that does not parse, and exit 1 when an input read lines and none is, or could read none, or read no line (its files empty), a rule counted none of the lines it matched and dropped some so, a file could not be read, or no input reads a file and no rule matched its lines.").PlaceHolder("FILE").Strings()
 		dashboardOut  = app.Flag("dashboard", "Print a Grafana dashboard (JSON) for the rules of --config.file and exit.").Bool()
 		replayFiles   = app.Flag("replay", "One-shot: read this file to its end (repeatable), print the exposition text of every rule and exit.").PlaceHolder("FILE").Strings()
-		explainFile   = app.Flag("explain", "One-shot: for each line of this file, print which rules count it and with what, and why the others do not, and exit.").PlaceHolder("FILE").String()
-		explainLines  = app.Flag("explain.lines", "How many lines of the --explain file to explain.").Default("100").Int()
-		explainFormat = app.Flag("explain.format", "Output of --explain: text or json (one object per line).").Default("text").Enum(explain.Formats...)
+		explainSet    bool
+		explainFile   = app.Flag("explain", "One-shot: for each line of this file, print which rules count it and with what, and why the others do not, and exit.").PlaceHolder("FILE").IsSetByUser(&explainSet).String()
+		explainOpts   bool
+		explainLines  = app.Flag("explain.lines", "How many lines of the --explain file to explain.").Default("100").IsSetByUser(&explainOpts).Int()
+		explainFormat = app.Flag("explain.format", "Output of --explain: text or json (one object per line).").Default("text").IsSetByUser(&explainOpts).Enum(explain.Formats...)
 		metricsPath   = app.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics").String()
 		lifecycle     = app.Flag("web.enable-lifecycle", "Enable POST /-/reload.").Bool()
 		lineTester    = app.Flag("web.enable-line-tester", "Serve the status page's line tester, POST /-/explain.").Default("true").Bool()
@@ -132,8 +136,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: --web.max-connections must be at least 1, --web.max-requests at least 0\n", exporterName)
 		return 2
 	}
-	if len(*sampleFiles) > 0 && !*configCheck {
-		fmt.Fprintf(stderr, "%s: --sample applies to --config.check\n", exporterName)
+	if err := checkOneShots(*configCheck, *dashboardOut, *replayFiles, explainSet, *explainFile, explainOpts, *sampleFiles); err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", exporterName, err)
 		return 2
 	}
 	if *explainLines < 1 {
@@ -252,9 +256,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		// matched any: they show why. The summary of the input follows them.
 		var summary bytes.Buffer
 		opts.Summary = &summary
-		lines, err := pipeline.Explain(cfg, *explainFile, *explainLines, opts)
-		if werr := explain.Write(stdout, *explainFormat, lines); err == nil {
-			err = werr
+		out := bufio.NewWriter(stdout)
+		err := pipeline.Explain(cfg, *explainFile, *explainLines, opts, func(l explain.Line) error {
+			return explain.Write(out, *explainFormat, []explain.Line{l})
+		})
+		if ferr := out.Flush(); err == nil {
+			err = ferr
 		}
 		_, _ = summary.WriteTo(stderr)
 		if err != nil {
@@ -296,6 +303,34 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// checkOneShots refuses the one-shot flags given together that do not go together, which
+// would otherwise leave all but one of them unheeded with exit 0: two one-shots (the one
+// run would not be the one the user reads the output of), a flag of one without it (an
+// --explain.lines without --explain starts the server), or an empty file name (an empty
+// --explain, too, would start the server).
+func checkOneShots(check, dashboard bool, replay []string, explainSet bool, explainFile string, explainOpts bool, sample []string) error {
+	var given []string
+	for _, m := range []struct {
+		flag string
+		on   bool
+	}{{"--config.check", check}, {"--dashboard", dashboard}, {"--replay", len(replay) > 0}, {"--explain", explainSet}} {
+		if m.on {
+			given = append(given, m.flag)
+		}
+	}
+	switch {
+	case len(given) > 1:
+		return fmt.Errorf("%s are one-shots of their own: give one of them", strings.Join(given, ", "))
+	case len(sample) > 0 && !check:
+		return errors.New("--sample applies to --config.check")
+	case explainOpts && !explainSet:
+		return errors.New("--explain.lines and --explain.format apply to --explain")
+	case explainSet && explainFile == "", slices.Contains(replay, ""), slices.Contains(sample, ""):
+		return errors.New("--explain, --replay and --sample take a file name, not an empty one")
+	}
+	return nil
 }
 
 // memoryBound is the series' memory bound of --series.max-bytes (flagBytes, when set) or

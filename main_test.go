@@ -646,3 +646,34 @@ func TestOneShotUnlistedGlobRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestOneShotFlagsRefused: one-shot flags that do not go together are a flag error naming
+// them, before anything runs: two one-shots ran one and left the other unheeded with exit
+// 0, and an --explain.lines without --explain, or an empty --explain, started the server.
+func TestOneShotFlagsRefused(t *testing.T) {
+	const log = "--replay=examples/access.log"
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--explain=examples/access.log", log}, "--replay, --explain are one-shots of their own"},
+		{[]string{"--config.check", "--dashboard"}, "--config.check, --dashboard are one-shots of their own"},
+		{[]string{"--config.check", log}, "--config.check, --replay are one-shots of their own"},
+		{[]string{"--dashboard", "--explain=examples/access.log"}, "--dashboard, --explain are one-shots of their own"},
+		{[]string{"--explain.lines=5", log}, "--explain.lines and --explain.format apply to --explain"},
+		{[]string{"--explain.format=json"}, "--explain.lines and --explain.format apply to --explain"},
+		{[]string{"--sample=examples/access.log"}, "--sample applies to --config.check"},
+		{[]string{"--explain="}, "take a file name, not an empty one"},
+		{[]string{"--replay="}, "take a file name, not an empty one"},
+		{[]string{"--config.check", "--sample="}, "take a file name, not an empty one"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			// An address the server refuses, so that a run that would serve ends.
+			code := run(append([]string{"--config.file=examples/quickstart.yaml", "--web.listen-address=:99999"}, tc.args...), &stdout, &stderr)
+			if code != 2 || !strings.Contains(stderr.String(), tc.want) || stdout.Len() > 0 {
+				t.Errorf("exit %d, %d bytes of stdout, stderr %q; want exit 2 saying %q", code, stdout.Len(), stderr.String(), tc.want)
+			}
+		})
+	}
+}

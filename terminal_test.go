@@ -73,9 +73,9 @@ func TestOneShotStderrIsTerminalText(t *testing.T) {
 		// The summary names the file Go-quoted, as it would a newline in its name.
 		{"misfit", 0, "first misfit at line 2 of " + strconv.Quote(filepath.Join(dir, hostile+".log"))},
 		// A FIFO the glob matches cannot be read: the error names it Go-quoted.
-		{"unreadable", 1, strconv.Quote(filepath.Join(dir, "d"+hostile+".log") + ": not a regular file (p---------)")},
+		{"unreadable", 1, strconv.Quote(filepath.Join(dir, "d"+hostile+".log") + ": not a regular file but a named pipe (FIFO)")},
 		// A newline in its name forges no line of stderr (a log line of another level).
-		{"newline", 1, strconv.Quote(filepath.Join(dir, forged) + ": not a regular file (p---------)")},
+		{"newline", 1, strconv.Quote(filepath.Join(dir, forged) + ": not a regular file but a named pipe (FIFO)")},
 	} {
 		name := map[string]string{"unreadable": "d" + hostile + ".log", "newline": forged}[c.name]
 		if name != "" {

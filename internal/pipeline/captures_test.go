@@ -211,7 +211,7 @@ rules:
 	}
 
 	var summary bytes.Buffer
-	lines, err := Explain(cfg, mixed, 1, Options{Now: time.Now, Summary: &summary})
+	lines, err := explainAll(cfg, mixed, 1, Options{Now: time.Now, Summary: &summary})
 	if err != nil || len(lines) != 1 || !strings.HasPrefix(summary.String(), "input web: 2 of 3 lines fit (first misfit at line 2: ") {
 		t.Errorf("explain: %d lines, %v, summary %q; want 1 line and the file's 3 lines summed up", len(lines), err, summary.String())
 	}
@@ -350,7 +350,7 @@ rules:
 	if err != nil {
 		t.Fatal(err)
 	}
-	lines, err := Explain(cfg, log, 10, Options{Now: time.Now})
+	lines, err := explainAll(cfg, log, 10, Options{Now: time.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -390,7 +390,7 @@ rules:
 		t.Fatal(err)
 	}
 	for _, file := range []string{log, filepath.Join(dir, "*", "*.log")} {
-		lines, err := Explain(cfg, file, 10, Options{Now: time.Now})
+		lines, err := explainAll(cfg, file, 10, Options{Now: time.Now})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -521,7 +521,7 @@ func TestExplainLinesLargest(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, n := range []int{2, math.MaxInt - parser.MaxHeld/2, math.MaxInt} {
-		lines, err := Explain(cfg, log, n, Options{Now: time.Now})
+		lines, err := explainAll(cfg, log, n, Options{Now: time.Now})
 		if err != nil || len(lines) != 2 {
 			t.Errorf("--explain.lines=%d: %d lines explained, %v; want 2", n, len(lines), err)
 		}

@@ -12,7 +12,10 @@ import (
 )
 
 // Explain explains the first maxLines lines of file (the messages of a wrapper: cri
-// input, of its streams) as a replay of them would count them: in order, each line's events going into the series store before
+// input, of its streams) as a replay of them would count them, handing each line's
+// explanation to emit as it is made, so that what is held does not grow with the
+// explanations (a line's may be a hundred times the line); it stops explaining at emit's
+// first error, which it returns. The lines are explained in order, each line's events going into the series store before
 // the next line is explained, so budgets and overflow are those the lines themselves
 // bring about. Like Replay it happens at one instant: the newest line's own time not ahead
 // of the clock when a rule has a timestamp, else the clock's now. The file is read to its end, lines beyond
@@ -26,11 +29,11 @@ import (
 // that says so, as do the files of a glob that could not be read (symlinks out of its
 // root, not followed, among them), each named. Each input's Fit, over all its lines read
 // as Replay reads them, goes to opts.Summary.
-func Explain(cfg *config.Config, file string, maxLines int, opts Options) ([]explain.Line, error) {
+func Explain(cfg *config.Config, file string, maxLines int, opts Options, emit func(explain.Line) error) error {
 	opts.setDefaults()
 	gen, err := newGeneration(cfg, nil, opts)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	// A message is kept with the file it is of (an index into read), the number of its
 	// (last) line, its wrapper's time, and the path and captures of its own that its
@@ -59,7 +62,7 @@ func Explain(cfg *config.Config, file string, maxLines int, opts Options) ([]exp
 			}
 		})
 		if err != nil {
-			return nil, &fileError{"explain", f.file, err}
+			return &fileError{"explain", f.file, err}
 		}
 		counts[i].unread = got.unread
 	}
@@ -130,26 +133,32 @@ func Explain(cfg *config.Config, file string, maxLines int, opts Options) ([]exp
 	sink.SetNow(now, now)
 	ps := gen.parser.NewSession()
 	x := explain.New(cfg.Rules, ps, sink)
-	out := make([]explain.Line, 0, min(len(msgs), maxLines))
+	var emitErr error
 	// A line is explained as its parse read it (Session.ExplainWrapped), its events fed
 	// to sink before the next line's parse; the parse's own go nowhere.
 	parse(ps, &newestTime{}, func(m message) {
+		if emitErr != nil {
+			return
+		}
 		l := x.ExplainWrapped(read[m.file].input.Name, m.text, m.wrapperTime, true)
 		l.Number = m.n
 		if config.IsGlob(file) {
 			l.SetFile(m.path) // line numbers of several files
 		}
-		out = append(out, l)
 		counts[m.file].lines++
 		if !l.Unmatched {
 			counts[m.file].received++
 		}
+		emitErr = emit(l)
 	})
+	if emitErr != nil {
+		return emitErr
+	}
 	fs := newFits(gen)
 	if _, err := replayFiles("explain", gen.parser, read, opts, &newestTime{}, fs); err != nil {
-		return out, err
+		return err
 	}
-	return out, errors.Join(fs.write(opts.Summary), unreadErr("explain", read, counts), noInputErrs(cfg, "explain", read, counts))
+	return errors.Join(fs.write(opts.Summary), unreadErr("explain", read, counts), noInputErrs(cfg, "explain", read, counts))
 }
 
 // firstLines is a sink that passes on the events and drops of the lines parsed while

@@ -90,7 +90,7 @@ rules:
 				t.Error(err)
 			}
 
-			lines, err := Explain(cfg, c.file, 10, opts)
+			lines, err := explainAll(cfg, c.file, 10, opts)
 			if c.noInput != (err != nil) {
 				t.Errorf("explain: %v; want an error %v", err, c.noInput)
 			}
@@ -159,7 +159,7 @@ rules:
 		t.Errorf("replay without a logger: %v", err)
 	}
 	opts := Options{Now: time.Now, Summary: io.Discard, Logger: slog.New(slog.DiscardHandler)}
-	lines, err := Explain(cfg, file, 10, opts)
+	lines, err := explainAll(cfg, file, 10, opts)
 	if err != nil || len(lines) != 1 || lines[0].Unmatched {
 		t.Errorf("explain: %+v, %v; want the line matched and no error", lines, err)
 	}
@@ -223,7 +223,7 @@ func TestNoInputErrorOneLine(t *testing.T) {
 		run  func() error
 	}{
 		{"replay", func() error { return Replay(cfg, []string{file}, opts, io.Discard) }},
-		{"explain", func() error { _, err := Explain(cfg, file, 10, opts); return err }},
+		{"explain", func() error { _, err := explainAll(cfg, file, 10, opts); return err }},
 		// --config.check --sample too: an OK and exit 0 would let the mistake pass.
 		{"sample", func() error { return Sample(cfg, []string{file}, opts) }},
 	} {
@@ -299,7 +299,7 @@ rules:
 			}
 
 			*stats = 0
-			lines, err := Explain(cfg, c.glob, logs+rotated, opts)
+			lines, err := explainAll(cfg, c.glob, logs+rotated, opts)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -351,6 +351,10 @@ func (fs *fits) misfits(mode string) error {
 	for _, f := range fs.all {
 		switch {
 		case f.Input == "" || f.Fitting > 0 || f.idle():
+		case f.read > 0 && f.Lines+f.Skipped+f.TooLong+f.Malformed+f.Unfinished == 0:
+			// An empty file checks nothing: zeros and a success would pass for rules that
+			// fit the log.
+			errs = append(errs, fmt.Errorf("%s: input %s read no line: the files given are empty", mode, f.Input))
 		case f.Lines > f.Unread:
 			errs = append(errs, fmt.Errorf("%s: input %s read %d %s and none is of its format (first: %s)", mode, f.Input, f.Lines, plural(f.Lines, "line", "lines"), f.Stopped))
 		case f.Unread > 0:

@@ -918,7 +918,7 @@ rules:
 		want map[string]int
 	}{
 		{"replay", func(opts Options) { _ = Replay(cfg, []string{file}, opts, io.Discard) }, map[string]int{"file is not UTF-8 but UTF-16LE": 1, pathsMissMessage: 1}},
-		{"explain", func(opts Options) { _, _ = Explain(cfg, file, 10, opts) }, map[string]int{"file is not UTF-8 but UTF-16LE": 1, pathsMissMessage: 1}},
+		{"explain", func(opts Options) { _, _ = explainAll(cfg, file, 10, opts) }, map[string]int{"file is not UTF-8 but UTF-16LE": 1, pathsMissMessage: 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var log bytes.Buffer

@@ -51,7 +51,7 @@ rules:
 			opts := Options{Now: time.Now, Summary: io.Discard}
 			var out strings.Builder
 			replayErr := Replay(cfg, []string{tc.file}, opts, &out)
-			_, explainErr := Explain(cfg, tc.file, 10, opts)
+			_, explainErr := explainAll(cfg, tc.file, 10, opts)
 			for mode, err := range map[string]error{"replay": replayErr, "explain": explainErr, "sample": Sample(cfg, []string{tc.file}, opts)} {
 				if want := compressed + ": gzip-compressed"; err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "zcat") {
 					t.Errorf("%s: %v; want an error naming %s as gzip-compressed and how to read it", mode, err, compressed)

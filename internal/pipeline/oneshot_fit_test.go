@@ -96,7 +96,7 @@ rules:
 		t.Errorf("replay: summary %q, want %q...", summary.String(), want)
 	}
 	summary.Reset()
-	lines, err := Explain(cfg, b, 2, Options{Now: time.Now, Summary: &summary})
+	lines, err := explainAll(cfg, b, 2, Options{Now: time.Now, Summary: &summary})
 	if err != nil || len(lines) != 2 {
 		t.Fatalf("explain: %d lines, %v", len(lines), err)
 	}
@@ -162,7 +162,7 @@ rules:
 		t.Errorf("sample: %v, summary %q; want %q", err, summary.String(), want)
 	}
 	summary.Reset()
-	lines, err := Explain(cfg, log, 5, Options{Now: time.Now, Summary: &summary})
+	lines, err := explainAll(cfg, log, 5, Options{Now: time.Now, Summary: &summary})
 	if err != nil || summary.String() != want {
 		t.Errorf("explain: %v, summary %q; want %q", err, summary.String(), want)
 	}
@@ -200,7 +200,7 @@ rules:
 		t.Fatal(err)
 	}
 	for _, n := range []int{1, 3, 5, len(text)} {
-		lines, err := Explain(cfg, log, n, Options{Now: time.Now})
+		lines, err := explainAll(cfg, log, n, Options{Now: time.Now})
 		if err != nil || len(lines) != n {
 			t.Fatalf("explain %d lines: %d, %v", n, len(lines), err)
 		}
@@ -242,7 +242,7 @@ rules:
 	}
 	want := []string{"a.log:1 201", "a.log:2 202", "b.log:1 404", "b.log:2 503", "b.log:3 504"}
 	for _, n := range []int{3, len(want)} {
-		lines, err := Explain(cfg, glob, n, Options{Now: time.Now})
+		lines, err := explainAll(cfg, glob, n, Options{Now: time.Now})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -316,7 +316,7 @@ rules: [{name: reqs, match: '^(?P<m>[A-Z]+) \d+$', labels: {m: '${m}'}}]
 	if err != nil {
 		t.Fatal(err)
 	}
-	lines, err := Explain(cfg, glob, 10, Options{Now: time.Now})
+	lines, err := explainAll(cfg, glob, 10, Options{Now: time.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -521,7 +521,7 @@ rules:
 		}{
 			{"replay", func(opts Options) error { return Replay(cfg, []string{glob}, opts, io.Discard) }},
 			{"sample", func(opts Options) error { return Sample(cfg, []string{glob}, opts) }},
-			{"explain", func(opts Options) error { _, err := Explain(cfg, glob, 100, opts); return err }},
+			{"explain", func(opts Options) error { _, err := explainAll(cfg, glob, 100, opts); return err }},
 		} {
 			t.Run(format+"/"+tc.name, func(t *testing.T) {
 				var summary bytes.Buffer
@@ -568,7 +568,7 @@ func TestOneShotUnreadJSON(t *testing.T) {
 		for mode, run := range map[string]func(Options) error{
 			"replay":  func(opts Options) error { return Replay(cfg, []string{tc.glob}, opts, io.Discard) },
 			"sample":  func(opts Options) error { return Sample(cfg, []string{tc.glob}, opts) },
-			"explain": func(opts Options) error { _, err := Explain(cfg, tc.glob, 100, opts); return err },
+			"explain": func(opts Options) error { _, err := explainAll(cfg, tc.glob, 100, opts); return err },
 		} {
 			t.Run(tc.name+"/"+mode, func(t *testing.T) {
 				var summary bytes.Buffer

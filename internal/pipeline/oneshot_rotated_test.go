@@ -213,7 +213,7 @@ func TestExplainGlobOfAnInputsFiles(t *testing.T) {
 	} {
 		t.Run(filepath.Base(filepath.Dir(filepath.Dir(glob))), func(t *testing.T) {
 			var summary, logs bytes.Buffer
-			lines, err := Explain(cfg, glob, 10, Options{Now: time.Now, Summary: &summary, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+			lines, err := explainAll(cfg, glob, 10, Options{Now: time.Now, Summary: &summary, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 			if err != nil {
 				t.Errorf("explain: %v", err)
 			}

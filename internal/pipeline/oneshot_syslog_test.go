@@ -63,7 +63,7 @@ rules:
 	}
 	run(t, "sample", func(opts Options) error { return Sample(cfg, []string{file}, opts) })
 	run(t, "explain", func(opts Options) error {
-		lines, err := Explain(cfg, file, 10, opts)
+		lines, err := explainAll(cfg, file, 10, opts)
 		if len(lines) != 2 || !lines[0].Counted || !lines[1].Counted || lines[1].Text != access {
 			t.Errorf("explain: %+v; want both lines counted, the second by its message", lines)
 		}

@@ -304,14 +304,28 @@ func readMessages(file fileInput, opts Options, claim func(dev, ino uint64) bool
 			in.cri.Release(log)
 		}
 	}
-	var last string
+	// A line too long to read is a line of its file all the same: the lines after it are
+	// numbered as the file has them.
+	var numbered string
 	n := 0 // the line's number in its file
-	st, err := follow.ReadToEnd(o, func(path string, line []byte) {
-		if path != last {
-			last, n = path, 0
-			c.files++
+	number := func(path string) {
+		if path != numbered {
+			numbered, n = path, 0
 		}
 		n++
+	}
+	tooLong := o.TooLong
+	o.TooLong = func(path string, head []byte) bool {
+		number(path)
+		return tooLong == nil || tooLong(path, head)
+	}
+	var last string
+	st, err := follow.ReadToEnd(o, func(path string, line []byte) {
+		if path != last {
+			last = path
+			c.files++
+		}
+		number(path)
 		if ci.Syslog != nil && syslog.Blank(line) {
 			// A blank datagram is a keepalive, which the input passes over: no line.
 			return

@@ -70,7 +70,7 @@ rules:
 		t.Errorf("replay read the link's target:\n%s", out.String())
 	}
 
-	lines, err := Explain(cfg, glob, 10, opts)
+	lines, err := explainAll(cfg, glob, 10, opts)
 	wantErr(t, "explain", err)
 	if len(lines) != 2 {
 		t.Errorf("explain: %d lines, want those of a.log and b.log", len(lines))
@@ -136,7 +136,7 @@ rules:
 		for _, want := range []string{
 			filepath.Join(logs, "secret.log") + ": permission denied",
 			filepath.Join(logs, "locked") + ": permission denied",
-			strconv.Quote(forged + ": not a regular file (p---------)"),
+			strconv.Quote(forged + ": not a regular file but a named pipe (FIFO)"),
 		} {
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("%s: error\n%v\nlacks %s", mode, err, want)
@@ -150,7 +150,7 @@ rules:
 	asother.Run(t, []string{logs, filepath.Join(logs, "sub")}, func() {
 		replayErr = Replay(cfg, files, opts, &out)
 		var lines []explain.Line
-		lines, explainErr = Explain(cfg, files[1], 10, opts)
+		lines, explainErr = explainAll(cfg, files[1], 10, opts)
 		explained = len(lines)
 		sampleErr = Sample(cfg, files, opts)
 	})

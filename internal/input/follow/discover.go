@@ -518,8 +518,31 @@ func (f *Follower) track(path string, initial bool) (m match, exists, isOpen boo
 	return m, true, true, nil
 }
 
+// notRegular is the error of a path that is not a regular file, which says what it is
+// in words: its type bits alone, as FileMode shows them ("d---------"), read as a file
+// of no permissions.
 func notRegular(path string, fi os.FileInfo) error {
-	return &failure{reasonNotRegular, fmt.Errorf("%s: not a regular file (%s)", path, fi.Mode().Type())}
+	return &failure{reasonNotRegular, fmt.Errorf("%s: not a regular file but %s", path, fileType(fi.Mode()))}
+}
+
+// fileType names the type of a file that is not a regular one.
+func fileType(m os.FileMode) string {
+	switch t := m.Type(); {
+	case t&os.ModeDir != 0:
+		return "a directory"
+	case t&os.ModeNamedPipe != 0:
+		return "a named pipe (FIFO)"
+	case t&os.ModeSocket != 0:
+		return "a socket"
+	case t&os.ModeCharDevice != 0:
+		return "a character device"
+	case t&os.ModeDevice != 0:
+		return "a block device"
+	case t&os.ModeSymlink != 0:
+		return "a symbolic link"
+	default:
+		return "a file of type " + t.String()
+	}
 }
 
 // watchDir watches the directory of a path without a glob (a glob's tree

@@ -409,7 +409,7 @@ func TestReadToEnd(t *testing.T) {
 		{name: "glob in name order", files: map[string]string{"b.log": "2\n", "a.log": "1\n", "c.txt": "3\n"}, path: "*.log", want: []string{"a.log:1", "b.log:2"}},
 		{name: "missing file", path: "nope", err: "no such file"},
 		{name: "glob without match", path: "*.log", err: "no file matches"},
-		{name: "directory", files: map[string]string{"d/a": "1\n"}, path: "d", err: "not a regular file"},
+		{name: "directory", files: map[string]string{"d/a": "1\n"}, path: "d", err: "not a regular file but a directory"},
 		// An element after a wildcard that no listing gives matches nothing, a file there
 		// or not: the error says why, as the rule file's check of an input's path does.
 		{name: "dot-dot after a wildcard", files: map[string]string{"a.log": "1\n", "d/b.log": "2\n"}, path: "*/../a.log", err: `has ".." after a wildcard`},
@@ -467,9 +467,9 @@ func TestReadToEndFIFO(t *testing.T) {
 		want    string // the lines, as base:line
 		err     string // what the error says of the FIFO, after its path; "" for none
 	}{
-		{name: "a file of the glob", fifo: "b.log", pattern: "*.log", want: "[a.log:one]", err: ": not a regular file"},
+		{name: "a file of the glob", fifo: "b.log", pattern: "*.log", want: "[a.log:one]", err: ": not a regular file but a named pipe (FIFO)"},
 		{name: "a directory of the glob", fifo: "p.log", pattern: "*/*.log", want: "[c.log:two]"},
-		{name: "a directory matched", fifo: "p.log", pattern: "*", want: "[a.log:one]", err: ": not a regular file"},
+		{name: "a directory matched", fifo: "p.log", pattern: "*", want: "[a.log:one]", err: ": not a regular file but a named pipe (FIFO)"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
