@@ -664,8 +664,15 @@ func (p *Pipeline) snapshot(ahead *store.Encoded, sp *storage.Spill, begin time.
 	s := p.storage
 	s.write.Lock()
 	defer s.write.Unlock()
+	// The lock is seen to before the spill is made in the directory: a directory lost
+	// while the exporter ran is made again first, and one another exporter took is its
+	// own, for no spill nor snapshot of this one; a directory that cannot be locked for
+	// another reason fails the write, which says why.
 	var err error
-	if sp == nil {
+	if lerr := s.takeLock(p.opts.Logger); errors.Is(lerr, storage.ErrLocked) {
+		err = lerr
+	}
+	if sp == nil && err == nil {
 		sp, err = storage.NewSpill(s.dir)
 	}
 	if sp != nil {
@@ -715,13 +722,6 @@ func (p *Pipeline) snapshot(ahead *store.Encoded, sp *storage.Spill, begin time.
 	pause := time.Since(cutAt)
 	p.cut.Unlock()
 	cutDone()
-	if err == nil {
-		// Another exporter's directory stays its own; one that cannot be locked for
-		// another reason fails the write too, which says why.
-		if lerr := s.takeLock(p.opts.Logger); errors.Is(lerr, storage.ErrLocked) {
-			err = lerr
-		}
-	}
 	if err == nil {
 		err = s.writeFile(s.dir, func(w *storage.Writer) error {
 			if err := w.Section(sectionPipeline); err != nil {
