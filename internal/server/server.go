@@ -42,6 +42,7 @@ import (
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/exporter"
 	"github.com/logwindow/logwindow_exporter/internal/configwatch"
+	"github.com/logwindow/logwindow_exporter/internal/filestat"
 	"github.com/logwindow/logwindow_exporter/internal/input/follow"
 	"github.com/logwindow/logwindow_exporter/internal/pipeline"
 	rulescrape "github.com/logwindow/logwindow_exporter/internal/scrape"
@@ -485,7 +486,7 @@ func webConfigFileError(path string, info os.FileInfo) error {
 		return fmt.Errorf("the web config %s is a directory: give the file in it", path)
 	}
 	if !info.Mode().IsRegular() {
-		return fmt.Errorf("the web config %s is not a regular file (%s): it is read for every request, and a FIFO or device would hold each; give a file", path, info.Mode().Type())
+		return fmt.Errorf("the web config %s is not a regular file but %s: it is read for every request, and a FIFO or device would hold each; give a file", path, filestat.TypeName(info.Mode()))
 	}
 	if info.Size() > maxWebConfigBytes {
 		return fmt.Errorf("the web config %s holds %d bytes, past the %d a web config may hold: it is read and parsed whole for every request; put certificates and CAs in files (cert_file, key_file, client_ca_file)", path, info.Size(), maxWebConfigBytes)
@@ -505,7 +506,7 @@ const maxTLSFileBytes = 1 << 20
 // maxTLSFileBytes. nil if it may be read.
 func tlsFileError(path string, info os.FileInfo) error {
 	if !info.Mode().IsRegular() {
-		return fmt.Errorf("the file %s is not a regular file (%s): it is read at the start and again once it changed, and a FIFO or device would hold the handshakes; give a file", path, info.Mode().Type())
+		return fmt.Errorf("the file %s is not a regular file but %s: it is read at the start and again once it changed, and a FIFO or device would hold the handshakes; give a file", path, filestat.TypeName(info.Mode()))
 	}
 	if info.Size() > maxTLSFileBytes {
 		return fmt.Errorf("the file %s holds %d bytes, past the %d a certificate, key or client CA file may hold", path, info.Size(), maxTLSFileBytes)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/logwindow/logwindow_exporter/internal/filestat"
 )
 
 // LockName is the file of a storage directory whose lock says that a process uses it.
@@ -96,7 +98,7 @@ func removeStaleTmps(dir string) {
 func takeLock(dir string) (*Lock, error) {
 	path := filepath.Join(dir, LockName)
 	if fi, err := os.Lstat(path); err == nil && fi.Mode()&(fs.ModeSocket|fs.ModeDevice|fs.ModeSymlink) != 0 {
-		return nil, fmt.Errorf("snapshot: lock: %s is a %s, not a regular file: remove it", path, fileType(fi.Mode()))
+		return nil, fmt.Errorf("snapshot: lock: %s is %s, not a regular file: remove it", path, filestat.TypeName(fi.Mode()))
 	}
 	f, err := openLock(path)
 	if errors.Is(err, fs.ErrPermission) {

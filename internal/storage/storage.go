@@ -41,6 +41,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/logwindow/logwindow_exporter/internal/filestat"
 	"github.com/logwindow/logwindow_exporter/windows/wire"
 )
 
@@ -379,7 +380,7 @@ func Read(dir string, most int64) (*Snapshot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: %w", err)
 	} else if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%w: %s is not a regular file but a %s", ErrCorrupt, f.Name(), fileType(fi.Mode()))
+		return nil, fmt.Errorf("%w: %s is not a regular file but %s", ErrCorrupt, f.Name(), filestat.TypeName(fi.Mode()))
 	} else if fi.Size() > most {
 		return nil, fmt.Errorf("%w: %d bytes, at most %d", ErrTooLarge, fi.Size(), most)
 	}
@@ -397,23 +398,6 @@ func Read(dir string, most int64) (*Snapshot, error) {
 	}
 	snap.Written = fi.ModTime()
 	return snap, nil
-}
-
-// fileType names the type of a file that is not a regular one.
-func fileType(m fs.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "directory"
-	case m&fs.ModeNamedPipe != 0:
-		return "FIFO"
-	case m&fs.ModeDevice != 0:
-		return "device"
-	case m&fs.ModeSocket != 0:
-		return "socket"
-	case m&fs.ModeSymlink != 0:
-		return "symbolic link"
-	}
-	return "file of mode " + m.String()
 }
 
 // Parse checks a snapshot's bytes whole and returns its sections, which alias b.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/internal/filestat"
 )
 
 // watchLoop is the discovery goroutine: it never calls the Handler, so files
@@ -522,27 +523,7 @@ func (f *Follower) track(path string, initial bool) (m match, exists, isOpen boo
 // in words: its type bits alone, as FileMode shows them ("d---------"), read as a file
 // of no permissions.
 func notRegular(path string, fi os.FileInfo) error {
-	return &failure{reasonNotRegular, fmt.Errorf("%s: not a regular file but %s", path, fileType(fi.Mode()))}
-}
-
-// fileType names the type of a file that is not a regular one.
-func fileType(m os.FileMode) string {
-	switch t := m.Type(); {
-	case t&os.ModeDir != 0:
-		return "a directory"
-	case t&os.ModeNamedPipe != 0:
-		return "a named pipe (FIFO)"
-	case t&os.ModeSocket != 0:
-		return "a socket"
-	case t&os.ModeCharDevice != 0:
-		return "a character device"
-	case t&os.ModeDevice != 0:
-		return "a block device"
-	case t&os.ModeSymlink != 0:
-		return "a symbolic link"
-	default:
-		return "a file of type " + t.String()
-	}
+	return &failure{reasonNotRegular, fmt.Errorf("%s: not a regular file but %s", path, filestat.TypeName(fi.Mode()))}
 }
 
 // watchDir watches the directory of a path without a glob (a glob's tree
