@@ -113,6 +113,17 @@ func (s *persister) takeLock(log *slog.Logger) error {
 	return err
 }
 
+// othersErr sees to the lock (takeLock) and returns the error of a directory another
+// process holds, nil for any other: one that cannot be locked for another reason is
+// written unguarded, as at start, and a write that then fails says why. s.write must be
+// held.
+func (s *persister) othersErr(log *slog.Logger) error {
+	if err := s.takeLock(log); errors.Is(err, storage.ErrLocked) {
+		return err
+	}
+	return nil
+}
+
 // took keeps the lock l taken (nil when none was), and warns when its file was replaced.
 func (s *persister) took(l *storage.Lock, log *slog.Logger) {
 	s.lock = l
@@ -628,6 +639,14 @@ func (p *Pipeline) Snapshot() error {
 	// or moved to another place in the Set are encoded in full at the cut (Set.Encode).
 	p.mu.Lock()
 	ready, set := !p.stopped && p.inputsReady(), p.gen.Load().set
+	if ready {
+		// Nor into a directory another exporter holds: the spill would take its disk, and
+		// the encoding CPU, at every snapshot refused. Seen to under p.mu, which Stop lets
+		// the lock go under, so that a snapshot cut short by it does not take it again.
+		p.storage.write.Lock()
+		ready = p.storage.othersErr(p.opts.Logger) == nil
+		p.storage.write.Unlock()
+	}
 	p.mu.Unlock()
 	// Without them, the cut encodes them all, into a spill of its own (which says why
 	// the snapshot failed, if one cannot be made).
@@ -666,12 +685,8 @@ func (p *Pipeline) snapshot(ahead *store.Encoded, sp *storage.Spill, begin time.
 	defer s.write.Unlock()
 	// The lock is seen to before the spill is made in the directory: a directory lost
 	// while the exporter ran is made again first, and one another exporter took is its
-	// own, for no spill nor snapshot of this one; a directory that cannot be locked for
-	// another reason fails the write, which says why.
-	var err error
-	if lerr := s.takeLock(p.opts.Logger); errors.Is(lerr, storage.ErrLocked) {
-		err = lerr
-	}
+	// own, for no spill nor snapshot of this one (othersErr).
+	err := s.othersErr(p.opts.Logger)
 	if sp == nil && err == nil {
 		sp, err = storage.NewSpill(s.dir)
 	}

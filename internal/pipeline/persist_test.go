@@ -1389,8 +1389,10 @@ func TestDecodeClaimedCount(t *testing.T) {
 // Two exporters given one storage directory (two releases of one name on a node, or a
 // copy-paste): the second neither restores the first's snapshot, whose positions and
 // series are not of its files (a file it reads that the snapshot has no position of was
-// read from its start, its lines counted again), nor writes over it; it says so, counts
-// it, and takes the directory once the first let it go.
+// read from its start, its lines counted again), nor writes over it, nor spills its
+// series into the directory ahead of each snapshot refused (which took the first's disk,
+// and CPU, every interval); it says so, counts it, and takes the directory once the first
+// let it go.
 func TestStorageTwoExporters(t *testing.T) {
 	dir := t.TempDir()
 	first, second := filepath.Join(t.TempDir(), "access.log"), filepath.Join(t.TempDir(), "access.log")
@@ -1409,8 +1411,16 @@ func TestStorageTwoExporters(t *testing.T) {
 	}
 	persistLines(t, second, 1, 3)
 	waitCounted(t, p2, 3)
+	spilled := 0
+	p2.storage.encodeAhead = func(set *store.Set, sp *storage.Spill) (*store.Encoded, error) {
+		spilled++
+		return set.EncodeAhead(sp)
+	}
 	if err := p2.Snapshot(); !errors.Is(err, storage.ErrLocked) {
 		t.Errorf("a snapshot while the first exporter runs: %v, want ErrLocked", err)
+	}
+	if spilled != 0 {
+		t.Errorf("the series were spilled into the directory the first exporter holds")
 	}
 	if s := p2.StorageStats(); s.Failures != 1 {
 		t.Errorf("storage stats %+v, want the snapshot counted as failed", s)
@@ -1422,6 +1432,9 @@ func TestStorageTwoExporters(t *testing.T) {
 	p1.Stop()
 	if err := p2.Snapshot(); err != nil {
 		t.Fatalf("a snapshot once the first exporter stopped: %v", err)
+	}
+	if spilled != 1 {
+		t.Errorf("the series were spilled ahead %d times for the snapshot once the first exporter stopped, want once", spilled)
 	}
 	p2.Stop()
 	var out3 syncbuf.Buffer
