@@ -97,8 +97,10 @@ const dirMode = 0o750
 // and no snapshot is written there until it lets the directory go.
 func (s *persister) takeLock(log *slog.Logger) error {
 	if s.lock != nil {
-		if s.lock.Held(s.dir) {
-			return nil
+		// One that cannot be looked at keeps its lock: the write that follows fails, and
+		// says why.
+		if held, err := s.lock.Held(s.dir); held || err != nil {
+			return err
 		}
 		s.lock.Release()
 		s.lock = nil

@@ -3,12 +3,17 @@
 package pipeline
 
 import (
+	"errors"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/logwindow/logwindow_exporter/internal/storage"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/asother"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/await"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/syncbuf"
 )
@@ -44,5 +49,53 @@ func TestStorageDirectoryFIFO(t *testing.T) {
 	}
 	if err := p.Snapshot(); err == nil {
 		t.Error("a snapshot into a FIFO succeeded")
+	}
+}
+
+// A storage directory the exporter's user may no longer search (chmod 000, an owner or a
+// volume's permissions changed) is not taken for one removed: its lock file may still be
+// the one the exporter holds. The snapshot fails for the permission, said and counted
+// once, and the lock is kept, so that another exporter given the directory does not take
+// it meanwhile; once the permission is back, snapshots are written again. Before, the
+// exporter logged the directory removed, counted that and the write, and let the lock go.
+func TestStorageDirectoryUnsearchable(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "storage")
+	log := filepath.Join(t.TempDir(), "access.log")
+	var out syncbuf.Buffer
+	p := startStored(t, log, dir, &out, Options{SnapshotInterval: time.Hour})
+	persistLines(t, log, 1, 10)
+	waitCounted(t, p, 10)
+	if err := p.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(dir, 0o750) })
+	var err error
+	asother.Run(t, []string{filepath.Dir(dir)}, func() { err = p.Snapshot() })
+	if !errors.Is(err, fs.ErrPermission) {
+		t.Errorf("the snapshot into a directory that may not be searched: %v, want a permission error", err)
+	}
+	if strings.Contains(out.String(), "was removed or replaced") {
+		t.Errorf("a directory that may not be searched is logged as removed:\n%s", out.String())
+	}
+	if s := p.StorageStats(); s.Failures != 1 {
+		t.Errorf("storage stats %+v, want the snapshot counted as one failure", s)
+	}
+	if err := os.Chmod(dir, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := storage.TakeLock(dir); !errors.Is(err, storage.ErrLocked) {
+		if l != nil {
+			l.Release()
+		}
+		t.Errorf("another exporter takes the directory: %v, want ErrLocked", err)
+	}
+	if err := p.Snapshot(); err != nil {
+		t.Fatalf("the snapshot once the directory may be searched again: %v", err)
+	}
+	if s := p.StorageStats(); s.Failures != 1 || s.Snapshots != 2 {
+		t.Errorf("storage stats %+v, want one failure beside two snapshots written", s)
 	}
 }

@@ -212,14 +212,22 @@ func WaitLock(dir string, wait time.Duration, stop <-chan struct{}, waiting func
 // Held reports whether the lock file at dir is still the file l holds. A directory
 // removed (rm -r, a volume cleaned) or replaced while the process runs, or its lock file
 // removed, takes the lock along: the file l holds is in no directory any more, and another
-// process given dir takes the one at its place, made again, as free.
-func (l *Lock) Held(dir string) bool {
+// process given dir takes the one at its place, made again, as free. The error is why it
+// cannot be told (a directory this process may no longer search, chmod 000): the lock
+// file may still be l's, which a process that let it go would hand to another.
+func (l *Lock) Held(dir string) (bool, error) {
 	at, err := os.Lstat(filepath.Join(dir, LockName))
-	if err != nil {
-		return false
+	switch {
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("snapshot: lock: %w", err)
 	}
 	held, err := l.f.Stat()
-	return err == nil && os.SameFile(at, held)
+	if err != nil {
+		return false, fmt.Errorf("snapshot: lock: %w", err)
+	}
+	return os.SameFile(at, held), nil
 }
 
 // Release lets the directory go.
