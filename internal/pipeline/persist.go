@@ -96,7 +96,8 @@ const dirMode = 0o750
 // and its lock taken again; one another process took meanwhile is its own (ErrLocked),
 // and no snapshot is written there until it lets the directory go.
 func (s *persister) takeLock(log *slog.Logger) error {
-	if s.lock != nil {
+	lost := s.lock != nil
+	if lost {
 		// One that cannot be looked at keeps its lock: the write that follows fails, and
 		// says why.
 		if held, err := s.lock.Held(s.dir); held || err != nil {
@@ -112,6 +113,10 @@ func (s *persister) takeLock(log *slog.Logger) error {
 	}
 	l, err := storage.TakeLock(s.dir)
 	s.took(l, log)
+	if lost && err != nil && !errors.Is(err, storage.ErrLocked) {
+		// As at start: written unguarded, said once, not at every snapshot that tries again.
+		log.Error("cannot lock the storage directory again: another exporter given it too would not be told of", "dir", s.dir, "err", err)
+	}
 	return err
 }
 

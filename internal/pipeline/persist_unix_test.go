@@ -99,3 +99,58 @@ func TestStorageDirectoryUnsearchable(t *testing.T) {
 		t.Errorf("storage stats %+v, want one failure beside two snapshots written", s)
 	}
 }
+
+// A storage directory's lock file replaced while the exporter runs by a symbolic link, here
+// to another exporter's lock file, cannot be locked again: that is said, as at start
+// (cannot lock the storage directory), and the snapshot is written unguarded beside it.
+// The file the link leads to is not opened: the other exporter keeps its lock, and its
+// file its mode. Before, the loss alone was logged, and the snapshots went on unguarded
+// without a word of it.
+func TestStorageLockFileReplacedBySymlink(t *testing.T) {
+	dir, other := filepath.Join(t.TempDir(), "storage"), t.TempDir()
+	log := filepath.Join(t.TempDir(), "access.log")
+	var out syncbuf.Buffer
+	p := startStored(t, log, dir, &out, Options{SnapshotInterval: time.Hour})
+	persistLines(t, log, 1, 10)
+	waitCounted(t, p, 10)
+	if err := p.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	held, err := storage.TakeLock(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release()
+	otherLock := filepath.Join(other, storage.LockName)
+	if err := os.Chmod(otherLock, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	lock := filepath.Join(dir, storage.LockName)
+	if err := os.Remove(lock); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(otherLock, lock); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Snapshot(); err != nil {
+		t.Errorf("the snapshot beside a lock file that cannot be locked: %v", err)
+	}
+	if !strings.Contains(out.String(), "cannot lock the storage directory") {
+		t.Errorf("the lock not taken again is not logged:\n%s", out.String())
+	}
+	if s := p.StorageStats(); s.Failures != 1 || s.Snapshots != 2 {
+		t.Errorf("storage stats %+v, want the loss counted as a failure beside two snapshots written", s)
+	}
+	if fi, err := os.Lstat(lock); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		t.Errorf("the link was replaced (%v)", err)
+	}
+	if fi, err := os.Stat(otherLock); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("the other exporter's lock file was changed: %v (%v)", fi.Mode(), err)
+	}
+	if l, err := storage.TakeLock(other); !errors.Is(err, storage.ErrLocked) {
+		if l != nil {
+			l.Release()
+		}
+		t.Errorf("the other exporter's directory is taken: %v, want ErrLocked", err)
+	}
+}
