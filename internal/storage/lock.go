@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -61,14 +60,7 @@ const lockTmp = LockName + ".tmp-"
 // there without the lock could be between the two; nor while another process holds the
 // lock, which it does for a moment, unless it hangs: the next start removes them.
 func removeStaleTmps(dir string) {
-	// Listed, not globbed: the directory's own name may hold glob characters.
-	entries, _ := os.ReadDir(dir)
-	var names []string
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), lockTmp) {
-			names = append(names, filepath.Join(dir, e.Name()))
-		}
-	}
+	names := named(dir, lockTmp)
 	if len(names) == 0 {
 		return
 	}

@@ -97,10 +97,8 @@ type Writer struct {
 // Create starts a snapshot in dir, which must exist, and removes the temporary files
 // that writes cut short (by a crash) left there.
 func Create(dir string) (*Writer, error) {
-	if stale, err := filepath.Glob(filepath.Join(dir, tmpPrefix+"*")); err == nil {
-		for _, p := range stale {
-			os.Remove(p)
-		}
+	for _, p := range named(dir, tmpPrefix) {
+		os.Remove(p)
 	}
 	f, err := os.CreateTemp(dir, tmpPrefix+"*")
 	if err != nil {
@@ -109,6 +107,20 @@ func Create(dir string) (*Writer, error) {
 	w := &Writer{dir: dir, f: f, w: bufio.NewWriterSize(f, 1<<16), file: crc32.New(castagnoli())}
 	w.write(binary.LittleEndian.AppendUint32([]byte(magic), Version))
 	return w, nil
+}
+
+// named returns the paths of the files in dir whose names begin with prefix. They are
+// listed, not globbed: the directory's own name may hold glob characters, which would
+// match another directory's files (the dir a[1] another's a1), or none at all (a[1).
+func named(dir, prefix string) []string {
+	entries, _ := os.ReadDir(dir)
+	var paths []string
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), prefix) {
+			paths = append(paths, filepath.Join(dir, e.Name()))
+		}
+	}
+	return paths
 }
 
 // write writes b to the file and the CRCs, remembering the first error.

@@ -227,19 +227,32 @@ func TestWriteFails(t *testing.T) {
 			t.Fatal("a record outside a section was written")
 		}
 	})
-	t.Run("stale temporary files", func(t *testing.T) {
-		dir := t.TempDir()
-		stale := filepath.Join(dir, tmpPrefix+"123")
-		if err := os.WriteFile(stale, []byte("cut short"), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := Write(dir, fill); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := os.Stat(stale); !errors.Is(err, fs.ErrNotExist) {
-			t.Fatalf("stale temporary file: %v", err)
-		}
-	})
+	// Of its own directory only, whatever glob characters its name holds: another
+	// directory's, which a glob of the name matches, is another exporter's, perhaps the
+	// snapshot it is writing.
+	for _, name := range []string{"storage", "a?[b]", "a[b"} {
+		t.Run("stale temporary files of "+name, func(t *testing.T) {
+			parent := t.TempDir()
+			dir, other := filepath.Join(parent, name), filepath.Join(parent, "axb")
+			for _, d := range []string{dir, other} {
+				if err := os.Mkdir(d, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(d, tmpPrefix+"123"), []byte("cut short"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := Write(dir, fill); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Stat(filepath.Join(dir, tmpPrefix+"123")); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("stale temporary file: %v, want it removed", err)
+			}
+			if _, err := os.Stat(filepath.Join(other, tmpPrefix+"123")); err != nil {
+				t.Errorf("another directory's temporary file: %v, want it kept", err)
+			}
+		})
+	}
 }
 
 // TestSetAside renames a bad snapshot to a name of its own, keeping the newest three set
