@@ -2121,7 +2121,8 @@ func TestStorageRestartCountsTruncationUnread(t *testing.T) {
 // runs, or its lock file removed, took the snapshot and the lock along. The next snapshot
 // logs it, counts it as a failure, makes the directory again and takes its lock again,
 // so that another exporter given the directory finds it taken; one another exporter took
-// meanwhile stays its own, unwritten, until it lets it go. Before, the lock stayed on a
+// meanwhile (made again, or a link put in its place to that one's) stays its own,
+// unwritten and with no spill of this one's series, until it lets it go. Before, the lock stayed on a
 // file of no directory: snapshots failed without end in a directory removed, and in one
 // made again a second exporter took the lock while the first wrote its snapshots there.
 func TestStorageDirectoryLost(t *testing.T) {
@@ -2157,6 +2158,21 @@ func TestStorageDirectoryLost(t *testing.T) {
 			t.Cleanup(l.Release)
 			return l
 		}},
+		{"replaced by a link to another exporter's directory", func(t *testing.T, dir string) *storage.Lock {
+			if err := os.RemoveAll(dir); err != nil {
+				t.Fatal(err)
+			}
+			other := t.TempDir()
+			l, err := storage.TakeLock(other)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(l.Release)
+			if err := os.Symlink(other, dir); err != nil {
+				t.Fatal(err)
+			}
+			return l
+		}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -2171,6 +2187,11 @@ func TestStorageDirectoryLost(t *testing.T) {
 			}
 			other := tc.lose(t, dir)
 			snap := filepath.Join(dir, storage.FileName)
+			spilled := 0
+			p.storage.encodeAhead = func(set *store.Set, sp *storage.Spill) (*store.Encoded, error) {
+				spilled++
+				return set.EncodeAhead(sp)
+			}
 			err := p.Snapshot()
 			if !strings.Contains(out.String(), "was removed or replaced while the exporter ran") {
 				t.Errorf("the loss is not logged:\n%s", out.String())
@@ -2195,6 +2216,9 @@ func TestStorageDirectoryLost(t *testing.T) {
 			}
 			if !errors.Is(err, storage.ErrLocked) {
 				t.Errorf("the snapshot in the directory another exporter took: %v, want ErrLocked", err)
+			}
+			if spilled != 0 {
+				t.Errorf("the series were spilled into the directory another exporter took")
 			}
 			if _, err := os.Stat(snap); !errors.Is(err, fs.ErrNotExist) {
 				t.Errorf("a snapshot written in the directory another exporter holds (%v)", err)
