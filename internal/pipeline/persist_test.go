@@ -117,6 +117,32 @@ func startStoredAsOther(t *testing.T, log, dir string, out *syncbuf.Buffer, o Op
 	return p
 }
 
+// startSnapshotted starts a pipeline on persistRules with the storage directory dir/storage
+// of the test's, what it logs in out, and writes a snapshot once it counted 10 lines.
+func startSnapshotted(t *testing.T, out *syncbuf.Buffer) (*Pipeline, string) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "storage")
+	log := filepath.Join(t.TempDir(), "access.log")
+	p := startStored(t, log, dir, out, Options{SnapshotInterval: time.Hour})
+	persistLines(t, log, 1, 10)
+	waitCounted(t, p, 10)
+	if err := p.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	return p, dir
+}
+
+// countSpills has p's snapshots count in the int it returns the spills they encode the
+// series ahead into.
+func countSpills(p *Pipeline) *int {
+	n := new(int)
+	p.storage.encodeAhead = func(set *store.Set, sp *storage.Spill) (*store.Encoded, error) {
+		*n++
+		return set.EncodeAhead(sp)
+	}
+	return n
+}
+
 // periodicSnapshot takes a snapshot of p while it runs, as the periodic ones are taken,
 // and returns its file as written in dir.
 func periodicSnapshot(t *testing.T, p *Pipeline, dir string) []byte {
@@ -1411,15 +1437,11 @@ func TestStorageTwoExporters(t *testing.T) {
 	}
 	persistLines(t, second, 1, 3)
 	waitCounted(t, p2, 3)
-	spilled := 0
-	p2.storage.encodeAhead = func(set *store.Set, sp *storage.Spill) (*store.Encoded, error) {
-		spilled++
-		return set.EncodeAhead(sp)
-	}
+	spilled := countSpills(p2)
 	if err := p2.Snapshot(); !errors.Is(err, storage.ErrLocked) {
 		t.Errorf("a snapshot while the first exporter runs: %v, want ErrLocked", err)
 	}
-	if spilled != 0 {
+	if *spilled != 0 {
 		t.Errorf("the series were spilled into the directory the first exporter holds")
 	}
 	if s := p2.StorageStats(); s.Failures != 1 {
@@ -1433,8 +1455,8 @@ func TestStorageTwoExporters(t *testing.T) {
 	if err := p2.Snapshot(); err != nil {
 		t.Fatalf("a snapshot once the first exporter stopped: %v", err)
 	}
-	if spilled != 1 {
-		t.Errorf("the series were spilled ahead %d times for the snapshot once the first exporter stopped, want once", spilled)
+	if *spilled != 1 {
+		t.Errorf("the series were spilled ahead %d times for the snapshot once the first exporter stopped, want once", *spilled)
 	}
 	p2.Stop()
 	var out3 syncbuf.Buffer
@@ -2176,22 +2198,11 @@ func TestStorageDirectoryLost(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := filepath.Join(t.TempDir(), "storage")
-			log := filepath.Join(t.TempDir(), "access.log")
 			var out syncbuf.Buffer
-			p := startStored(t, log, dir, &out, Options{SnapshotInterval: time.Hour})
-			persistLines(t, log, 1, 10)
-			waitCounted(t, p, 10)
-			if err := p.Snapshot(); err != nil {
-				t.Fatal(err)
-			}
+			p, dir := startSnapshotted(t, &out)
 			other := tc.lose(t, dir)
 			snap := filepath.Join(dir, storage.FileName)
-			spilled := 0
-			p.storage.encodeAhead = func(set *store.Set, sp *storage.Spill) (*store.Encoded, error) {
-				spilled++
-				return set.EncodeAhead(sp)
-			}
+			spilled := countSpills(p)
 			err := p.Snapshot()
 			if !strings.Contains(out.String(), "was removed or replaced while the exporter ran") {
 				t.Errorf("the loss is not logged:\n%s", out.String())
@@ -2217,7 +2228,7 @@ func TestStorageDirectoryLost(t *testing.T) {
 			if !errors.Is(err, storage.ErrLocked) {
 				t.Errorf("the snapshot in the directory another exporter took: %v, want ErrLocked", err)
 			}
-			if spilled != 0 {
+			if *spilled != 0 {
 				t.Errorf("the series were spilled into the directory another exporter took")
 			}
 			if _, err := os.Stat(snap); !errors.Is(err, fs.ErrNotExist) {

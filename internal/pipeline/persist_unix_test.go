@@ -59,15 +59,8 @@ func TestStorageDirectoryFIFO(t *testing.T) {
 // it meanwhile; once the permission is back, snapshots are written again. Before, the
 // exporter logged the directory removed, counted that and the write, and let the lock go.
 func TestStorageDirectoryUnsearchable(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "storage")
-	log := filepath.Join(t.TempDir(), "access.log")
 	var out syncbuf.Buffer
-	p := startStored(t, log, dir, &out, Options{SnapshotInterval: time.Hour})
-	persistLines(t, log, 1, 10)
-	waitCounted(t, p, 10)
-	if err := p.Snapshot(); err != nil {
-		t.Fatal(err)
-	}
+	p, dir := startSnapshotted(t, &out)
 	if err := os.Chmod(dir, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -107,15 +100,9 @@ func TestStorageDirectoryUnsearchable(t *testing.T) {
 // file its mode. Before, the loss alone was logged, and the snapshots went on unguarded
 // without a word of it.
 func TestStorageLockFileReplacedBySymlink(t *testing.T) {
-	dir, other := filepath.Join(t.TempDir(), "storage"), t.TempDir()
-	log := filepath.Join(t.TempDir(), "access.log")
 	var out syncbuf.Buffer
-	p := startStored(t, log, dir, &out, Options{SnapshotInterval: time.Hour})
-	persistLines(t, log, 1, 10)
-	waitCounted(t, p, 10)
-	if err := p.Snapshot(); err != nil {
-		t.Fatal(err)
-	}
+	p, dir := startSnapshotted(t, &out)
+	other := t.TempDir()
 	held, err := storage.TakeLock(other)
 	if err != nil {
 		t.Fatal(err)
