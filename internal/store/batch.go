@@ -224,10 +224,11 @@ func (p *pending) layout(sc *flushScratch) (values []float64, items [][]byte) {
 	for i := range entries {
 		entries[i].n = 0
 	}
+	// Entries are opened in order, each by a run: as many runs as entries are the entries
+	// in order.
 	inOrder := len(p.runs) == len(entries)
 	for k, r := range p.runs {
 		entries[r.entry].n += p.runEnd(k) - int(r.from)
-		inOrder = inOrder && int(r.entry) == k
 	}
 	from := 0
 	for i := range entries {

@@ -52,8 +52,8 @@ const seriesOverhead = int64(unsafe.Sizeof(Series{})) + 64
 // rule fills the bound before it reaches its budget, which then bounds nothing, and from
 // then on the new label sets of every rule fold into __overflow__, where the budget was
 // to fold the rule's alone. A huge budget meant as "no limit" is one. The rule named is
-// the one whose series are largest (the lowest budget that fits is said for it); the
-// others past it are counted.
+// the one whose series are largest, the first in the file of those as large (the lowest
+// budget that fits is said for it); the others past it are counted.
 func BudgetsPastBound(cfg *config.Config, maxBytes int64) []string {
 	limit := int64(cfg.Global.MaxSeriesPerRule)
 	if maxBytes <= 0 || limit <= 0 {

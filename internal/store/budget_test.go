@@ -277,6 +277,7 @@ func TestBudgetsPastBound(t *testing.T) {
 	small := storetest.CountRule("small", storetest.OneMin, "status")
 	long := []time.Duration{time.Minute, 5 * time.Minute, time.Hour, 24 * time.Hour}
 	wide := storetest.CountRule("wide", long, "status", "path")
+	wide2 := storetest.CountRule("wide2", long, "status", "path")
 	// A rule without labels, or whose labels are text alone, holds one label set whatever
 	// its budget: it never reaches one, however large.
 	bare := storetest.CountRule("bare", long)
@@ -301,6 +302,8 @@ func TestBudgetsPastBound(t *testing.T) {
 			[]string{`max_series_per_rule (200000) series of rule "wide" hold at least`, "more than --series.max-bytes (512MiB): the rule"}},
 		{"a bound under one series", 1, 1000, []*config.Rule{wide},
 			[]string{`max_series_per_rule (1) series of rule "wide"`, "not one series of it fits: raise --series.max-bytes"}},
+		{"two rules of series as large", 200000, bound, []*config.Rule{small, wide, wide2},
+			[]string{`max_series_per_rule (200000) series of rule "wide" hold at least`, `also rule "wide2"`}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got := store.BudgetsPastBound(storetest.Config(c.budget, c.rules...), c.maxBytes)
@@ -333,6 +336,18 @@ func TestBudgetsPastBound(t *testing.T) {
 			}
 		})
 	}
+	t.Run("a bound of one series exactly", func(t *testing.T) {
+		each := regexp.MustCompile(`\((\d+) bytes each before their label values\)`)
+		m := each.FindStringSubmatch(strings.Join(store.BudgetsPastBound(storetest.Config(1<<40, wide), bound), ""))
+		if m == nil {
+			t.Fatal("no warning of the bytes of a series")
+		}
+		cost, _ := strconv.ParseInt(m[1], 10, 64)
+		got := store.BudgetsPastBound(storetest.Config(2, wide), cost)
+		if len(got) != 1 || !strings.Contains(got[0], "lower max_series_per_rule to 1 or less") {
+			t.Errorf("a bound of %d bytes, one series of them: warnings %q, want one saying a budget of 1 fits", cost, got)
+		}
+	})
 }
 
 // TestBudgetEstimateIsCharge: the bytes a series takes before its label values, as the

@@ -219,6 +219,13 @@ func TestPlacement(t *testing.T) {
 		fate:   store.Fate{Placement: windows.Placed, Now: wall, Folded: true, Memory: true},
 		want:   map[string]series{"b": {1, []float64{1}}, store.OverflowValue: {1, []float64{1}}},
 	}, {
+		name: "a placed line of a new label set at a full budget and the memory bound folds by the budget",
+		rule: events, budget: 1, oneSeries: true,
+		before: []line{{labels: []string{"b"}, at: wall}},
+		line:   line{labels: []string{"a"}, at: wall - 1},
+		fate:   store.Fate{Placement: windows.Placed, Now: wall, Folded: true},
+		want:   map[string]series{"b": {1, []float64{1}}, store.OverflowValue: {1, []float64{1}}},
+	}, {
 		name: "a line without a time of its own is placed at the processing second",
 		rule: storetest.CountRule("r", storetest.OneMin, "status"), budget: 10,
 		line: line{labels: []string{"a"}},

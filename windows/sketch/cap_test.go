@@ -148,6 +148,45 @@ func TestBinsCollapse(t *testing.T) {
 	}
 }
 
+// TestQuantilesCapFitsExactly: a run of counts that fits the room its cap leaves to the
+// byte does not collapse, so that once the cap is lifted (the memory bound has room again)
+// a smaller value is kept in its own bin and reported within RelativeError; one a bin too
+// long collapses, and the smaller value counts in the lowest bin kept, as Cap says. The
+// cap leaves the positive store 48 bytes (a size the allocator has): 384 bins of 1-bit
+// counts.
+func TestQuantilesCapFitsExactly(t *testing.T) {
+	const low, room = 1000, 48
+	for _, tc := range []struct {
+		name string
+		span int32 // bins from the first value's to the second's, both included
+		// lowest is the bin the smaller value is reported from, relative to the first value's.
+		lowest int32
+	}{
+		{"a byte short of the room", 8 * (room - 1), -10},
+		{"the room exactly", 8 * room, -10},
+		{"a bin past the room", 8*room + 1, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var q Quantiles
+			limit := QuantilesKind.Floor + room - minBuffer
+			capped(&q, limit, func() {
+				q.Add(value(low), nil)
+				q.Add(value(low+tc.span-1), nil)
+			})
+			if b := q.Bytes(); b > limit {
+				t.Fatalf("%d bytes under a cap of %d", b, limit)
+			}
+			q.Add(value(low-10), nil) // uncapped
+			if got, want := q.Quantile(1.0/3), value(low+tc.lowest); got != want {
+				t.Errorf("the smallest of 3 values reported as %v (bin %d), want %v (bin %d)", got, index(got), want, low+tc.lowest)
+			}
+			if got, want := q.Quantile(1), value(low+tc.span-1); got != want {
+				t.Errorf("the largest reported as %v, want %v", got, want)
+			}
+		})
+	}
+}
+
 // TestDistinctCapped: held to n bytes, a distinct count takes no more (its floor aside),
 // stays exact while its sparse set fits, and past that is dense at the highest precision
 // whose registers fit (never below 6), its count within four standard errors of that
@@ -267,6 +306,30 @@ func TestTopCapped(t *testing.T) {
 				checkTopBound(t, tp, exact)
 			})
 		}
+	}
+	// A value not held whose counter does not fit prunes the counters of 1 … 8 (items a … h)
+	// to half, their median taken from every counter and from the value, until the value
+	// is used up; its item is too long for the arena under the cap until the prunes drop
+	// almost every counter. Once the value is used up the prunes stop: 4 and 6 are used up
+	// at a median exactly (4, then 4 and 2), and the counters lose that much and no more.
+	for _, tc := range []struct {
+		v    float64
+		want []TopValue
+	}{
+		{3.5, []TopValue{{"h", 4}, {"g", 3}, {"f", 2}, {"e", 1}}},
+		{4, []TopValue{{"h", 4}, {"g", 3}, {"f", 2}, {"e", 1}}},
+		{6, []TopValue{{"h", 2}, {"g", 1}}},
+	} {
+		t.Run(fmt.Sprintf("prunes for a value of %v", tc.v), func(t *testing.T) {
+			tp := NewTop(100)
+			for i := range 8 {
+				tp.Add(float64(i+1), []byte{byte('a' + i)})
+			}
+			capped(tp, tp.Bytes(), func() { tp.Add(tc.v, make([]byte, 64)) })
+			if got := tp.TopShared(10, 0, nil); !slices.Equal(got, tc.want) {
+				t.Errorf("held %v, want %v", got, tc.want)
+			}
+		})
 	}
 	t.Run("too long for the cap", func(t *testing.T) {
 		tp := NewTop(10)

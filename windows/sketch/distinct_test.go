@@ -163,8 +163,11 @@ func TestDistinctMemoryBounded(t *testing.T) {
 
 // TestDistinctSeal checks that a sealed sketch keeps just its keys and the same count, and
 // still takes late items (new ones and repeats, up to turning dense) and merges as before.
+// The late items unseal it into the table its adds would have made: as many bytes as a
+// sketch never sealed, at 12 and 24 keys too, which fill theirs to three quarters exactly;
+// under a cap that holds that table, a late item keeps it sparse (exact).
 func TestDistinctSeal(t *testing.T) {
-	for _, tc := range []struct{ before, late int }{{0, 3}, {1, 0}, {5, 5}, {2_000, 100}, {12_000, 1_000}} {
+	for _, tc := range []struct{ before, late int }{{0, 3}, {1, 0}, {5, 5}, {12, 0}, {24, 0}, {24, 1}, {2_000, 100}, {12_000, 1_000}} {
 		t.Run(fmt.Sprint(tc.before, "+", tc.late), func(t *testing.T) {
 			d, plain := NewDistinct(), NewDistinct()
 			var buf [8]byte
@@ -188,6 +191,9 @@ func TestDistinctSeal(t *testing.T) {
 			if got, want := d.Count(), plain.Count(); got != want {
 				t.Errorf("count %d after late items, %d unsealed", got, want)
 			}
+			if got, want := d.Bytes(), plain.Bytes(); got != want {
+				t.Errorf("%d bytes after late items, %d unsealed", got, want)
+			}
 			if got := d.Count(); !distinctBound(got, tc.before+tc.late) {
 				t.Errorf("count %d, exact %d", got, tc.before+tc.late)
 			}
@@ -198,6 +204,19 @@ func TestDistinctSeal(t *testing.T) {
 			}
 		})
 	}
+	t.Run("capped to the table of 12 keys", func(t *testing.T) {
+		d := NewDistinct()
+		var buf [8]byte
+		limit := distinctBytes + windows.HeapBytes(4*16)
+		for id := range 12 {
+			capped(d, limit, func() { d.Add(0, itemOf(uint64(id)+1, &buf)) })
+		}
+		d.Seal()
+		capped(d, limit, func() { d.Add(0, itemOf(1, &buf)) })
+		if d.Precision() != 0 || d.Count() != 12 || d.Bytes() > limit {
+			t.Fatalf("a late item already counted: precision %d, count %d, %d bytes under a cap of %d", d.Precision(), d.Count(), d.Bytes(), limit)
+		}
+	})
 }
 
 // distinctStreams are the streams of the distinct reference test: each event's v is the id

@@ -514,10 +514,10 @@ func topHeap(counts, arena, table int) int {
 // Cap holds the summary to n bytes (windows.Capper; 0 lifts the cap): a value not held
 // gets a counter only if it fits, after a prune to the capacity and, as long as it does
 // not, a prune to half the counters held (their median count taken from every counter and
-// from the value). With m counters at such a step, each value loses at most what m/2 of
-// them lose in all, so a capped summary errs by at most twice the mass lost over the
-// fewest counters it held, not over capacity+1; Bound says by how much. A value longer
-// than the cap can ever hold gets no counter.
+// from the value) until the value is used up. With m counters at such a step, each value
+// loses at most what m/2 of them lose in all, so a capped summary errs by at most twice
+// the mass lost over the fewest counters it held, not over capacity+1; Bound says by how
+// much. A value longer than the cap can ever hold gets no counter.
 func (t *Top) Cap(n int) { t.limit = int32(min(n, math.MaxInt32)) }
 
 // Total returns the sum of the values added or merged: the window's sum of them.
