@@ -61,7 +61,8 @@ type stream struct {
 	// line that did not fit without those that did before it.
 	unfit, fit atomic.Uint64
 	// cri joins the partial lines of a wrapper: cri input (nil otherwise); used by the
-	// follower's goroutine only. tooLong counts joined messages past the line cap.
+	// follower's goroutine only. tooLong counts the messages it dropped: joined past the
+	// line cap or refused the memory, or whose file went before their last part.
 	cri     *cri.Joiner
 	tooLong atomic.Uint64
 	// stopping is set once the input is being stopped: the joiner then keeps what it was
@@ -324,7 +325,9 @@ func skipsStream(line []byte, streams config.Streams) (name []byte, skip bool) {
 // the followers a reload starts instead. streams are the streams the input reads now: a
 // line of another is skipped before it is joined (unwrap), and so is one too long, whose
 // message the joiner would otherwise keep until its file goes; it counts as a line read,
-// as the others of its stream do, not as too long.
+// as the others of its stream do, not as too long. A message forgotten with its file
+// counts as too long, as one the joiner drops for the memory does: it is dropped whole,
+// and a pod deleted while its container wrote a long message showed it nowhere.
 func (in *stream) joinOptions(o *follow.Options, cut *sync.RWMutex, streams func() config.Streams) {
 	if in.cri != nil {
 		o.Text = criText
@@ -345,7 +348,7 @@ func (in *stream) joinOptions(o *follow.Options, cut *sync.RWMutex, streams func
 				cut.RLock()
 				defer cut.RUnlock()
 			}
-			in.cri.Release(path)
+			in.tooLong.Add(uint64(in.cri.Release(path)))
 			in.chargeHeld()
 		}
 	}
