@@ -44,16 +44,7 @@ func TestReloadLoadsWithoutTheLock(t *testing.T) {
 	go func() { reloaded <- p.ReloadFile() }()
 	<-loading
 
-	looked := make(chan struct{})
-	go func() {
-		defer close(looked)
-		_ = p.ReloadError()
-		_ = p.Ready()
-		_ = p.inputStats()
-	}()
-	if _, ok := await.Receive(t, looked); !ok {
-		t.Fatal("a look at the pipeline waits for the reload to load the rule file")
-	}
+	looksAtOnce(t, p, "load the rule file")
 	release()
 	if err := <-reloaded; err == nil {
 		t.Error("the reload of the bad file applied")
@@ -86,17 +77,7 @@ func TestReloadBuildsWithoutTheLock(t *testing.T) {
 	go func() { reloaded <- p.ReloadFile() }()
 	<-building
 
-	looked := make(chan bool, 1)
-	go func() {
-		_ = p.ReloadError()
-		_ = p.inputStats()
-		looked <- p.Ready()
-	}()
-	ready, ok := await.Receive(t, looked)
-	if !ok {
-		t.Fatal("a look at the pipeline waits for the reload to build its generation")
-	}
-	if !ready {
+	if !looksAtOnce(t, p, "build its generation") {
 		t.Error("not ready while a reload builds; want ready, as the rules serving are")
 	}
 	release()
@@ -142,17 +123,7 @@ func TestReloadListsWithoutTheLock(t *testing.T) {
 	go func() { reloaded <- p.ReloadFile() }()
 	<-listing
 
-	looked := make(chan struct{})
-	go func() {
-		defer close(looked)
-		_ = p.ReloadError()
-		_ = p.Ready()
-		_ = p.inputStats()
-		_ = p.reloadStats()
-	}()
-	if _, ok := await.Receive(t, looked); !ok {
-		t.Fatal("a look at the pipeline waits for the reload to list the inputs' files")
-	}
+	looksAtOnce(t, p, "list the inputs' files")
 	release()
 	if err := <-reloaded; err != nil {
 		t.Fatal(err)
@@ -217,6 +188,25 @@ func TestReloadsApplyInOrder(t *testing.T) {
 	if rules := p.Config().Rules; len(rules) != 1 || rules[0].Name != "new" {
 		t.Errorf("in force after both reloads: %d rules, the first %q; want the file saved last, rule new", len(rules), rules[0].Name)
 	}
+}
+
+// looksAtOnce looks at p as a scrape (the reload and input self-metrics), /-/ready and
+// the status page do while a reload is held in what it does, and fails t if they wait on
+// it: held until they are done, it would never let them be. It returns whether p is ready.
+func looksAtOnce(t *testing.T, p *Pipeline, what string) bool {
+	t.Helper()
+	looked := make(chan bool, 1)
+	go func() {
+		_ = p.ReloadError()
+		_ = p.inputStats()
+		_ = p.reloadStats()
+		looked <- p.Ready()
+	}()
+	ready, ok := await.Receive(t, looked)
+	if !ok {
+		t.Fatalf("a look at the pipeline waits for the reload to %s", what)
+	}
+	return ready
 }
 
 // waitsOnLockIn reports whether a goroutine is blocked locking a sync.Mutex in the
