@@ -151,12 +151,14 @@ func (d *decoder) input(item *yaml.Node, i int, names, sources map[string]int, k
 	return in, true
 }
 
-// globbedTwice warns of a file input's path that another input's glob matches, when a
-// rule reads both inputs: both read the file, and that rule counts its lines twice. Rules
-// that keep to one input each count them once, so it is no error; nor do inputs of a
-// container's streams apart (stdout and stderr), which read none of the same lines. Only the paths are
-// compared: two globs that match one file, or a symlink to it, are seen by the files
-// they match when the exporter starts (pipeline.ReadTwice). lines are those of ins.
+// globbedTwice warns of a file input's path that other inputs' globs match, when a rule
+// reads it and one of them: they all read the file, and that rule counts its lines as
+// many times as it reads them. Rules that keep to one input each count them once, so it
+// is no error; nor do inputs of a container's streams apart (stdout and stderr), which
+// read none of the same lines. One warning names every glob that matches the path, so
+// that narrowing one of them is not taken for the fix. Only the paths are compared: two
+// globs that match one file, or a symlink to it, are seen by the files they match when
+// the exporter starts (pipeline.ReadTwice). lines are those of ins.
 func (d *decoder) globbedTwice(ins []Input, lines []int, rules []*Rule) {
 	var globs []int
 	for i, in := range ins {
@@ -171,21 +173,59 @@ func (d *decoder) globbedTwice(ins []Input, lines []int, rules []*Rule) {
 		if in.File == nil || in.File.IsGlob() {
 			continue
 		}
+		var also []int // the inputs of the globs that match in's path, a rule reading both
 		for _, g := range globs {
-			glob := ins[g].File.Path
-			if ok, _ := filepath.Match(filepath.Clean(glob), filepath.Clean(in.File.Path)); !ok {
+			if ok, _ := filepath.Match(filepath.Clean(ins[g].File.Path), filepath.Clean(in.File.Path)); !ok {
 				continue
 			}
-			both := slices.IndexFunc(rules, func(r *Rule) bool { return r.Reads(in) && r.Reads(ins[g]) })
-			if both < 0 || in.Streams.Apart(ins[g].Streams) {
+			if !in.Streams.Apart(ins[g].Streams) && slices.ContainsFunc(rules, func(r *Rule) bool { return r.Reads(in) && r.Reads(ins[g]) }) {
+				also = append(also, g)
+			}
+		}
+		if len(also) == 0 {
+			continue
+		}
+		// The rule that reads the most of them counts the lines the most times.
+		rule, times := "", 0
+		for _, r := range rules {
+			if !r.Reads(in) {
 				continue
 			}
+			n := 1
+			for _, g := range also {
+				if r.Reads(ins[g]) {
+					n++
+				}
+			}
+			if n > times {
+				rule, times = r.Name, n
+			}
+		}
+		if len(also) == 1 {
 			d.warn(lines[i], fmt.Sprintf("input %q", in.Label()),
 				"path: %q is also matched by the glob %q of the input on line %d: both read its lines, and rule %q, which reads both inputs, counts them twice",
-				in.File.Path, glob, lines[g], rules[both].Name)
-			break
+				in.File.Path, ins[also[0]].File.Path, lines[also[0]], rule)
+			continue
 		}
+		named := make([]string, len(also))
+		for k, g := range also {
+			named[k] = fmt.Sprintf("%q of the input on line %d", ins[g].File.Path, lines[g])
+		}
+		d.warn(lines[i], fmt.Sprintf("input %q", in.Label()),
+			"path: %q is also matched by the globs %s: all %d read its lines, and rule %q, which reads %d of those inputs, counts them %s",
+			in.File.Path, listing(named), len(also)+1, rule, times, Times(times))
 	}
+}
+
+// Times says how many times a line is counted: "once", "twice", "3 times".
+func Times(n int) string {
+	switch n {
+	case 1:
+		return "once"
+	case 2:
+		return "twice"
+	}
+	return fmt.Sprintf("%d times", n)
 }
 
 // inputLabels reports a name that is the source of another input without a name, which is

@@ -289,6 +289,14 @@ func TestGlobbedTwiceByRules(t *testing.T) {
 		{"a rule reads every input", "", "  - {name: ra, match: x, inputs: [a]}\n  - {name: all, match: x}\n", fmt.Sprintf(warning, "all")},
 		{"streams apart", fmt.Sprintf(streams, "stderr"), "  - {name: all, match: x}\n", ""},
 		{"streams shared", fmt.Sprintf(streams, "stdout, stderr"), "  - {name: all, match: x}\n", fmt.Sprintf(warning, "all")},
+		// Every glob that matches the path is named: narrowing the one named alone left
+		// the lines counted twice, and the next start named the other.
+		{"two globs match it", inputs + "  - {name: c, path: '/logs/a.*'}\n", "  - {name: all, match: x}\n",
+			`f.yaml:2: warning: input "a": path: "/logs/a.log" is also matched by the globs "/logs/*.log" of the input on line 3, "/logs/a.*" of the input on line 5: all 3 read its lines, and rule "all", which reads 3 of those inputs, counts them 3 times`},
+		{"two globs, a rule of two inputs", inputs + "  - {name: c, path: '/logs/a.*'}\n", "  - {name: ab, match: x, inputs: [a, b]}\n  - {name: ac, match: x, inputs: [a, c]}\n",
+			`f.yaml:2: warning: input "a": path: "/logs/a.log" is also matched by the globs "/logs/*.log" of the input on line 3, "/logs/a.*" of the input on line 5: all 3 read its lines, and rule "ab", which reads 2 of those inputs, counts them twice`},
+		{"two globs, one read with it", inputs + "  - {name: c, path: '/logs/a.*'}\n", "  - {name: ra, match: x, inputs: [a, c]}\n  - {name: rb, match: x, inputs: [b]}\n",
+			`f.yaml:2: warning: input "a": path: "/logs/a.log" is also matched by the glob "/logs/a.*" of the input on line 5: both read its lines, and rule "ra", which reads both inputs, counts them twice`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cfg, err := Parse([]byte(cmp.Or(c.inputs, inputs)+"rules:\n"+c.rules), "f.yaml")

@@ -403,3 +403,45 @@ func waitLines(t *testing.T, in *stream, n uint64) {
 		t.Fatalf("%d lines read; want %d", in.running.Stats().LinesRead, n)
 	}
 }
+
+// A message in parts whose file goes before its last part (a pod deleted while its
+// container wrote a long message) is dropped: it counts as too long, once, as a message
+// the joiner drops for the memory does. Released uncounted, it showed nowhere. A message
+// whose part the reader skipped for its length, and counted then, counts no more.
+func TestCRIPartsOfADeletedFileCounted(t *testing.T) {
+	const at = "2024-03-01T12:00:00Z "
+	for _, tc := range []struct {
+		name, text string
+		// lines are the file's lines read or skipped for their length, tooLong what the
+		// input counts as too long once the file went.
+		lines, tooLong uint64
+	}{
+		{"a message in parts", at + "stdout P part1\n", 1, 1},
+		{"both streams in parts", at + "stdout P out1\n" + at + "stderr P err1\n", 2, 2},
+		{"joined past the line cap", at + "stdout P " + strings.Repeat("x", 60) + "\n" + at + "stdout P " + strings.Repeat("y", 60) + "\n", 2, 1},
+		{"a part skipped for its length beside another stream's", at + "stdout P " + strings.Repeat("x", 200) + "\n" + at + "stderr P err1\n", 2, 2},
+		{"whole messages", at + "stdout F whole\n" + at + "stdout P a\n" + at + "stdout F b\n", 3, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			log := filepath.Join(dir, "0.log")
+			if err := os.WriteFile(log, []byte(tc.text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, in := startCRI(t, filepath.Join(dir, "*.log"), "rules: [{name: lines, match: x}]\n",
+				Options{Now: time.Now, MaxLineBytes: 100, RotationGrace: 10 * time.Millisecond, PollInterval: 10 * time.Millisecond})
+			if !await.Until(t, func() bool { s := in.running.Stats(); return s.LinesRead+s.TooLong == tc.lines }) {
+				t.Fatalf("%+v: want %d lines read or skipped", in.running.Stats(), tc.lines)
+			}
+			if err := os.Remove(log); err != nil {
+				t.Fatal(err)
+			}
+			if !await.Until(t, func() bool { return in.cri.HeldBytes() == 0 && in.stats().Stats.TooLong >= tc.tooLong }) {
+				t.Fatalf("the joiner holds %d bytes, %d too long: want nothing held, %d too long", in.cri.HeldBytes(), in.stats().Stats.TooLong, tc.tooLong)
+			}
+			if got := in.stats().Stats.TooLong; got != tc.tooLong {
+				t.Errorf("%d too long once the file went, want %d", got, tc.tooLong)
+			}
+		})
+	}
+}

@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -61,7 +63,8 @@ type stream struct {
 	// line that did not fit without those that did before it.
 	unfit, fit atomic.Uint64
 	// cri joins the partial lines of a wrapper: cri input (nil otherwise); used by the
-	// follower's goroutine only. tooLong counts joined messages past the line cap.
+	// follower's goroutine only. tooLong counts the messages it dropped: joined past the
+	// line cap or refused the memory, or whose file went before their last part.
 	cri     *cri.Joiner
 	tooLong atomic.Uint64
 	// stopping is set once the input is being stopped: the joiner then keeps what it was
@@ -324,7 +327,9 @@ func skipsStream(line []byte, streams config.Streams) (name []byte, skip bool) {
 // the followers a reload starts instead. streams are the streams the input reads now: a
 // line of another is skipped before it is joined (unwrap), and so is one too long, whose
 // message the joiner would otherwise keep until its file goes; it counts as a line read,
-// as the others of its stream do, not as too long.
+// as the others of its stream do, not as too long. A message forgotten with its file
+// counts as too long, as one the joiner drops for the memory does: it is dropped whole,
+// and a pod deleted while its container wrote a long message showed it nowhere.
 func (in *stream) joinOptions(o *follow.Options, cut *sync.RWMutex, streams func() config.Streams) {
 	if in.cri != nil {
 		o.Text = criText
@@ -345,7 +350,7 @@ func (in *stream) joinOptions(o *follow.Options, cut *sync.RWMutex, streams func
 				cut.RLock()
 				defer cut.RUnlock()
 			}
-			in.cri.Release(path)
+			in.tooLong.Add(uint64(in.cri.Release(path)))
 			in.chargeHeld()
 		}
 	}
@@ -952,15 +957,17 @@ func MissingInputs(cfg *config.Config) []string {
 	return out
 }
 
-// ReadTwice words a warning for every two file inputs that both read a file now, when a
-// rule reads both: that rule counts the file's lines twice. config warns of a path that
-// another input's glob matches as written; this finds what only the files tell, two
-// globs over one tree (a node's nginx containers and all its containers) or a path
-// reached through a link, once the files are there. It runs at every start and reload,
-// over nodes of thousands of pod files: only the inputs of a pair it looks at are
-// listed, each once, a stat a file, the pair's files are matched by their identity (not
-// each against each), and only a file both match is resolved, to tell whether each
-// input's follower reads it.
+// ReadTwice words a warning for the file inputs that all read a file now, when a rule
+// reads two of them or more: that rule counts the file's lines as many times. config
+// warns of a path that another input's glob matches as written; this finds what only the
+// files tell, two globs over one tree (a node's nginx containers and all its containers)
+// or a path reached through a link, once the files are there. The files read by the same
+// inputs are told of in one warning, which names every input: a warning per two inputs
+// said of a file three read that two of them did, and narrowing one of those left it
+// read twice. It runs at every start and reload, over nodes of thousands of pod files:
+// only the inputs of a pair it looks at are listed, each once, a stat a file, the pair's
+// files are matched by their identity (not each against each), and only a file both
+// match is resolved, to tell whether each input's follower reads it.
 func ReadTwice(cfg *config.Config) []string {
 	files := make([][]fileSeen, len(cfg.Inputs))
 	listed := make([]bool, len(cfg.Inputs))
@@ -970,43 +977,102 @@ func ReadTwice(cfg *config.Config) []string {
 		}
 		return files[i]
 	}
-	var out []string
+	// readBy is, for each file two inputs read, the path it was first found at and the
+	// inputs that read it, in the config's order; seen the files in the order found.
+	type readers struct {
+		path   string
+		inputs []int
+	}
+	readBy := map[fileID]*readers{}
+	var seen []fileID
 	for i, a := range cfg.Inputs {
 		for j := i + 1; j < len(cfg.Inputs) && a.File != nil; j++ {
 			b := cfg.Inputs[j]
 			if b.File == nil || configWarns(a.File.Path, b.File.Path) || a.Streams.Apart(b.Streams) {
 				continue
 			}
-			both := slices.IndexFunc(cfg.Rules, func(r *config.Rule) bool { return r.Reads(a) && r.Reads(b) })
-			if both < 0 || len(filesOf(i)) == 0 || len(filesOf(j)) == 0 {
+			both := slices.ContainsFunc(cfg.Rules, func(r *config.Rule) bool { return r.Reads(a) && r.Reads(b) })
+			if !both || len(filesOf(i)) == 0 || len(filesOf(j)) == 0 {
 				continue
 			}
 			ofB := map[fileID][]string{}
 			for _, g := range files[j] {
 				ofB[g.id] = append(ofB[g.id], g.path)
 			}
-			var shared []string
 			for _, f := range files[i] {
-				if paths := ofB[f.id]; len(paths) > 0 && follows(a, f.path) && slices.ContainsFunc(paths, func(p string) bool { return follows(b, p) }) {
-					shared = append(shared, f.path)
+				paths := ofB[f.id]
+				if len(paths) == 0 || !follows(a, f.path) || !slices.ContainsFunc(paths, func(p string) bool { return follows(b, p) }) {
+					continue
+				}
+				r := readBy[f.id]
+				if r == nil {
+					r = &readers{path: f.path}
+					readBy[f.id] = r
+					seen = append(seen, f.id)
+				}
+				for _, k := range []int{i, j} {
+					if n, found := slices.BinarySearch(r.inputs, k); !found {
+						r.inputs = slices.Insert(r.inputs, n, k)
+					}
 				}
 			}
-			if len(shared) == 0 {
-				continue
-			}
-			more := ""
-			switch len(shared) {
-			case 1:
-			case 2:
-				more = " and 1 other file"
-			default:
-				more = fmt.Sprintf(" and %d other files", len(shared)-1)
-			}
-			out = append(out, fmt.Sprintf("inputs %q and %q both read %s%s: rule %q, which reads both inputs, counts their lines twice; narrow a glob, or name one of the inputs in the rule's inputs:",
-				a.Label(), b.Label(), shared[0], more, cfg.Rules[both].Name))
 		}
 	}
+	// The files of the same inputs, by those inputs, in the order their first was found.
+	type group struct {
+		inputs []int
+		paths  []string
+	}
+	var groups []*group
+	for _, id := range seen {
+		r := readBy[id]
+		k := slices.IndexFunc(groups, func(g *group) bool { return slices.Equal(g.inputs, r.inputs) })
+		if k < 0 {
+			groups = append(groups, &group{inputs: r.inputs})
+			k = len(groups) - 1
+		}
+		groups[k].paths = append(groups[k].paths, r.path)
+	}
+	out := make([]string, 0, len(groups))
+	for _, g := range groups {
+		out = append(out, readTwiceWarning(cfg, g.inputs, g.paths))
+	}
 	return out
+}
+
+// readTwiceWarning words ReadTwice's warning of the files at paths, which the inputs of
+// cfg at indexes ins all read, naming the rule that reads the most of them.
+func readTwiceWarning(cfg *config.Config, ins []int, paths []string) string {
+	rule, times := "", 0
+	for _, r := range cfg.Rules {
+		n := 0
+		for _, i := range ins {
+			if r.Reads(cfg.Inputs[i]) {
+				n++
+			}
+		}
+		if n > times {
+			rule, times = r.Name, n
+		}
+	}
+	more := ""
+	switch len(paths) {
+	case 1:
+	case 2:
+		more = " and 1 other file"
+	default:
+		more = fmt.Sprintf(" and %d other files", len(paths)-1)
+	}
+	if len(ins) == 2 {
+		return fmt.Sprintf("inputs %q and %q both read %s%s: rule %q, which reads both inputs, counts their lines twice; narrow a glob, or name one of the inputs in the rule's inputs:",
+			cfg.Inputs[ins[0]].Label(), cfg.Inputs[ins[1]].Label(), paths[0], more, rule)
+	}
+	labels := make([]string, len(ins))
+	for k, i := range ins {
+		labels[k] = strconv.Quote(cfg.Inputs[i].Label())
+	}
+	return fmt.Sprintf("inputs %s all read %s%s: rule %q, which reads %d of those inputs, counts their lines %s; narrow a glob, or name one of the inputs in the rule's inputs:",
+		strings.Join(labels, ", "), paths[0], more, rule, times, config.Times(times))
 }
 
 // fileSeen is a regular file an input's path matches now.

@@ -391,11 +391,20 @@ inputs:
 		stats int
 		want  []string
 	}{
+		// A file three inputs read is one warning, naming them all: one warning per two
+		// of them, each naming two, had narrowing one glob taken for the fix.
 		{"a rule of every input", "\n", "rules: [{name: lines, match: x}]", 2 + 3 + 1 + 1, []string{
-			fmt.Sprintf(`inputs "nginx" and "all" both read %s/pods/ns_web-1_u1/nginx/0.log and 1 other file: rule "lines", which reads both inputs, counts their lines twice; narrow a glob, or name one of the inputs in the rule's inputs:`, dir),
-			fmt.Sprintf(`inputs "nginx" and "link" both read %s/pods/ns_web-1_u1/nginx/0.log: rule "lines", which reads both inputs, counts their lines twice; narrow a glob, or name one of the inputs in the rule's inputs:`, dir),
+			fmt.Sprintf(`inputs "nginx", "all", "link" all read %s/pods/ns_web-1_u1/nginx/0.log: rule "lines", which reads 3 of those inputs, counts their lines 3 times; narrow a glob, or name one of the inputs in the rule's inputs:`, dir),
+			fmt.Sprintf(`inputs "nginx" and "all" both read %s/pods/ns_web-2_u2/nginx/0.log: rule "lines", which reads both inputs, counts their lines twice; narrow a glob, or name one of the inputs in the rule's inputs:`, dir),
 			fmt.Sprintf(`inputs "all" and "app" both read %s/pods/ns_app-1_u3/app/0.log: rule "lines", which reads both inputs, counts their lines twice; narrow a glob, or name one of the inputs in the rule's inputs:`, dir),
-			fmt.Sprintf(`inputs "all" and "link" both read %s/pods/ns_web-1_u1/nginx/0.log: rule "lines", which reads both inputs, counts their lines twice; narrow a glob, or name one of the inputs in the rule's inputs:`, dir),
+		}},
+		{"rules of two inputs each", "\n", "rules: [{name: a, match: x, inputs: [nginx, all]}, {name: b, match: x, inputs: [all, link]}]", 2 + 3 + 1, []string{
+			fmt.Sprintf(`inputs "nginx", "all", "link" all read %s/pods/ns_web-1_u1/nginx/0.log: rule "a", which reads 2 of those inputs, counts their lines twice; narrow a glob, or name one of the inputs in the rule's inputs:`, dir),
+			fmt.Sprintf(`inputs "nginx" and "all" both read %s/pods/ns_web-2_u2/nginx/0.log: rule "a", which reads both inputs, counts their lines twice; narrow a glob, or name one of the inputs in the rule's inputs:`, dir),
+		}},
+		// The link, which no rule reads with another input, makes no third.
+		{"a rule of two inputs", "\n", "rules: [{name: a, match: x, inputs: [nginx, all]}, {name: b, match: x, inputs: [link]}]", 2 + 3, []string{
+			fmt.Sprintf(`inputs "nginx" and "all" both read %s/pods/ns_web-1_u1/nginx/0.log and 1 other file: rule "a", which reads both inputs, counts their lines twice; narrow a glob, or name one of the inputs in the rule's inputs:`, dir),
 		}},
 		{"rules of one input each", "\n", "rules: [{name: a, match: x, inputs: [nginx, app]}, {name: b, match: x, inputs: [all]}, {name: c, match: x, inputs: [link]}]", 2 + 1, nil},
 		// The follower refuses a glob's links out of its root: only "all" reads the file.

@@ -2,9 +2,12 @@ package pipeline
 
 import (
 	"bytes"
+	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,6 +15,7 @@ import (
 
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/await"
+	"github.com/logwindow/logwindow_exporter/internal/testutil/syncbuf"
 )
 
 // TestReloadLoadsWithoutTheLock: a reload reads and checks the rule file before it takes
@@ -40,16 +44,7 @@ func TestReloadLoadsWithoutTheLock(t *testing.T) {
 	go func() { reloaded <- p.ReloadFile() }()
 	<-loading
 
-	looked := make(chan struct{})
-	go func() {
-		defer close(looked)
-		_ = p.ReloadError()
-		_ = p.Ready()
-		_ = p.inputStats()
-	}()
-	if _, ok := await.Receive(t, looked); !ok {
-		t.Fatal("a look at the pipeline waits for the reload to load the rule file")
-	}
+	looksAtOnce(t, p, "load the rule file")
 	release()
 	if err := <-reloaded; err == nil {
 		t.Error("the reload of the bad file applied")
@@ -82,17 +77,7 @@ func TestReloadBuildsWithoutTheLock(t *testing.T) {
 	go func() { reloaded <- p.ReloadFile() }()
 	<-building
 
-	looked := make(chan bool, 1)
-	go func() {
-		_ = p.ReloadError()
-		_ = p.inputStats()
-		looked <- p.Ready()
-	}()
-	ready, ok := await.Receive(t, looked)
-	if !ok {
-		t.Fatal("a look at the pipeline waits for the reload to build its generation")
-	}
-	if !ready {
+	if !looksAtOnce(t, p, "build its generation") {
 		t.Error("not ready while a reload builds; want ready, as the rules serving are")
 	}
 	release()
@@ -101,6 +86,53 @@ func TestReloadBuildsWithoutTheLock(t *testing.T) {
 	}
 	if rules := p.Config().Rules; len(rules) != 2 {
 		t.Errorf("%d rules in force after the reload; want 2", len(rules))
+	}
+}
+
+// TestReloadListsWithoutTheLock: a reload words what it warns of (the inputs' paths that
+// match no file, files two inputs read) before it takes the lock that every scrape,
+// /-/ready and the status page wait on: that lists and stats the inputs' files, and over
+// 5,000 pod files it held the lock a second, each scrape waiting all of it. The reload is
+// held in its warnings until the looks at the pipeline are done, so had they waited on it
+// they would never be; then it applies, and logs them.
+func TestReloadListsWithoutTheLock(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "rules.yaml")
+	writeRules(t, path, "rules:\n  - {name: r, match: x}\n")
+	logs := &syncbuf.Buffer{}
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Start(cfg, Options{Now: time.Now, PollInterval: time.Hour, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	missing := filepath.Join(dir, "pods", "*", "*.log")
+	writeRules(t, path, fmt.Sprintf("inputs: [{path: %s}]\nrules:\n  - {name: r, match: x}\n", missing))
+	listing, listed := make(chan struct{}), make(chan struct{})
+	release := sync.OnceFunc(func() { close(listed) })
+	t.Cleanup(release) // before the pipeline stops, had the test failed with the listing held
+	p.startWarnings = func(cfg *config.Config, seriesMaxBytes int64) []string {
+		close(listing)
+		<-listed
+		return StartWarnings(cfg, seriesMaxBytes)
+	}
+	reloaded := make(chan error, 1)
+	go func() { reloaded <- p.ReloadFile() }()
+	<-listing
+
+	looksAtOnce(t, p, "list the inputs' files")
+	release()
+	if err := <-reloaded; err != nil {
+		t.Fatal(err)
+	}
+	if ins := p.Config().Inputs; len(ins) != 1 {
+		t.Errorf("%d inputs in force after the reload; want 1", len(ins))
+	}
+	if !strings.Contains(logs.String(), "matches no file") {
+		t.Errorf("the reload did not log that %s matches no file; logged:\n%s", missing, logs)
 	}
 }
 
@@ -156,6 +188,25 @@ func TestReloadsApplyInOrder(t *testing.T) {
 	if rules := p.Config().Rules; len(rules) != 1 || rules[0].Name != "new" {
 		t.Errorf("in force after both reloads: %d rules, the first %q; want the file saved last, rule new", len(rules), rules[0].Name)
 	}
+}
+
+// looksAtOnce looks at p as a scrape (the reload and input self-metrics), /-/ready and
+// the status page do while a reload is held in what it does, and fails t if they wait on
+// it: held until they are done, it would never let them be. It returns whether p is ready.
+func looksAtOnce(t *testing.T, p *Pipeline, what string) bool {
+	t.Helper()
+	looked := make(chan bool, 1)
+	go func() {
+		_ = p.ReloadError()
+		_ = p.inputStats()
+		_ = p.reloadStats()
+		looked <- p.Ready()
+	}()
+	ready, ok := await.Receive(t, looked)
+	if !ok {
+		t.Fatalf("a look at the pipeline waits for the reload to %s", what)
+	}
+	return ready
 }
 
 // waitsOnLockIn reports whether a goroutine is blocked locking a sync.Mutex in the

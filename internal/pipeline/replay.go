@@ -296,12 +296,7 @@ func readMessages(file fileInput, opts Options, claim func(dev, ino uint64) bool
 			if log == keep {
 				return
 			}
-			for source, part := range in.cri.Pending() {
-				if source == log && !part.Counted {
-					c.unfinished++
-				}
-			}
-			in.cri.Release(log)
+			c.unfinished += in.cri.Release(log)
 		}
 	}
 	// A line too long to read is a line of its file all the same: the lines after it are

@@ -196,11 +196,14 @@ func (j *Joiner) Dropped(source string, head []byte) {
 }
 
 // Release forgets what is kept of source's messages: their last parts will not come
-// (follow.Options.Closed says when).
-func (j *Joiner) Release(source string) {
+// (follow.Options.Closed says when). It returns how many of the messages it drops no count
+// took yet, every one but those the reader counted a part of (Dropped): each would have
+// been handed on or counted as TooLong at its last part, and is lost uncounted unless the
+// caller counts it.
+func (j *Joiner) Release(source string) (uncounted int) {
 	streams, ok := j.pending[source]
 	if !ok {
-		return
+		return 0
 	}
 	freed := int64(sourceOverhead)
 	for name, s := range streams {
@@ -208,10 +211,14 @@ func (j *Joiner) Release(source string) {
 		if s.overflow {
 			j.skipped--
 		}
+		if !s.counted {
+			uncounted++
+		}
 	}
 	delete(j.pending, source)
 	j.n -= len(streams)
 	j.held.Add(-freed)
+	return uncounted
 }
 
 // Part is a message a Joiner is in the middle of: its parts so far, as Pending gives it,

@@ -99,16 +99,22 @@ func TestFeed(t *testing.T) {
 	}
 }
 
-// Release forgets one file's messages and nothing else; the file's next last part is a
-// message of its own.
+// Release forgets one file's messages and nothing else, and says how many of them no
+// count took (all but the one whose part the reader skipped and counted); the file's next
+// last part is a message of its own.
 func TestRelease(t *testing.T) {
 	j := New(100)
 	for _, l := range []string{"t1 stdout P a1 ", "t1 stderr P a2 "} {
 		j.Feed("a", []byte(l))
 	}
+	j.Dropped("a", []byte("t1 other P skipped"))
 	j.Feed("b", []byte("t1 stdout P b1 "))
-	j.Release("a")
-	j.Release("none")
+	if n := j.Release("a"); n != 2 {
+		t.Errorf("Release of a file with two messages joined and one counted skipped: %d uncounted, want 2", n)
+	}
+	if n := j.Release("none"); n != 0 {
+		t.Errorf("Release of a file with no message: %d uncounted, want 0", n)
+	}
 	type out struct {
 		msg string
 		r   Result
