@@ -1041,9 +1041,9 @@ func TestLongValuesShown(t *testing.T) {
 			`c.yaml:2: pattern "` + strings.Repeat("P", maxShownBytes-len(`pattern "`)) + `… (2058 bytes): the pattern is empty`},
 		// An error's reason comes after the value it quotes: its end is shown too.
 		{"error", "inputs:\n  - syslog: unixgram:///" + strings.Repeat("s", 2*maxShownBytes) + "\nrules:\n  - name: r\n    match: x\n",
-			`c.yaml:2: input #1: syslog: "unixgram:///` + strings.Repeat("s", maxShownBytes/2-len(`"unixgram:///`)) + `…(1110 bytes left out)…` +
-				strings.Repeat("s", maxShownBytes/2-len(`": a unix socket's path is at most 107 bytes (nginx refuses a longer one)`)) +
-				`": a unix socket's path is at most 107 bytes (nginx refuses a longer one)`},
+			`c.yaml:2: input #1: syslog: "unixgram:///` + strings.Repeat("s", maxShownBytes/2-len(`"unixgram:///`)) + `…(1127 bytes left out)…` +
+				strings.Repeat("s", maxShownBytes/2-len(`": the path is 2049 bytes, and a unix socket's is at most 107 (nginx refuses a longer one)`)) +
+				`": the path is 2049 bytes, and a unix socket's is at most 107 (nginx refuses a longer one)`},
 		{"warning", "inputs:\n  - path: ~/" + long + "\nrules:\n  - name: r\n    match: x\n",
 			`c.yaml:2: warning: input #1: path: "~/` + strings.Repeat("é", maxShownBytes/2-1) + `"… (2097154 bytes) starts with ~`},
 	} {
