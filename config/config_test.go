@@ -501,7 +501,6 @@ func TestBadConfigs(t *testing.T) {
 		"syslog.yaml": {
 			`:4: input "both": path and syslog: an input reads a file or a socket, not both; make two inputs`,
 			`:5: input "relative": syslog: "unixgram://run/x.sock": a unix socket needs an absolute path, after three slashes: unixgram:///run/x.sock`,
-			`:6: input "relative": socket_mode: applies only to a syslog: unixgram:// socket`,
 			`:8: input "tcp": syslog: "tcp://127.0.0.1:514": the scheme is unixgram:// or udp://, not "tcp"`,
 			`:12: input "twice": syslog: "udp://127.0.0.1:5140" is already received on by the input on line 10`,
 			`:13: input "twice": start_at: applies to file inputs (path:), not to a syslog input`,
@@ -518,6 +517,10 @@ func TestBadConfigs(t *testing.T) {
 			// It said "is not an octal permission" of a mode that is one.
 			`:36: input "no write for anyone": socket_mode: "0000" lets no one send: a sender needs write permission on the socket, e.g. '0660'`,
 			`:39: input "wrapped": wrapper: cri reads the lines a container runtime writes to a pod's log files (path: /var/log/pods/...); a syslog input receives messages no runtime wrapped: leave wrapper out`,
+			// The mode of a socket whose address is refused is read as a unix socket's: it
+			// was refused as a UDP socket's, the address's scheme unixgram:// or not.
+			`:41: input "both wrong": syslog: "unix:/run/w.sock" is nginx's spelling of a unix socket: unixgram:///run/w.sock`,
+			`:42: input "both wrong": socket_mode: "0444" lets no one send: a sender needs write permission on the socket, e.g. '0660'`,
 		},
 	}
 	files, err := filepath.Glob("testdata/bad/*.yaml")

@@ -503,7 +503,8 @@ func (d *decoder) socketMode(e entry, subject string, s *SyslogInput) {
 	if !ok {
 		return
 	}
-	if s.Socket.Network != "unixgram" {
+	// A socket whose address was refused has its own error, and its mode is read still.
+	if s.Socket.Network == "udp" {
 		d.add(e.key.Line, subject, "socket_mode: applies only to a syslog: unixgram:// socket")
 		return
 	}
