@@ -37,6 +37,19 @@ func parseWarned(t *testing.T, file, text, want string) *Config {
 	return cfg
 }
 
+// checkParseError parses text as file and fails unless its error is want, none if empty.
+func checkParseError(t *testing.T, text, file, want string) {
+	t.Helper()
+	_, err := Parse([]byte(text), file)
+	got := ""
+	if err != nil {
+		got = err.Error()
+	}
+	if got != want {
+		t.Errorf("got:\n%s\nwant:\n%s", got, want)
+	}
+}
+
 func ruleByName(t *testing.T, c *Config, name string) *Rule {
 	t.Helper()
 	for _, r := range c.Rules {

@@ -145,14 +145,7 @@ func TestInputLabelsDiffer(t *testing.T) {
 		{"name is a named input's path", "[{name: a, path: /var/log/b.log}, {name: /var/log/b.log, path: /var/log/c.log}]", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Parse([]byte("inputs: "+tc.inputs+"\nrules: [{name: r, match: x}]\n"), "rules.yaml")
-			got := ""
-			if err != nil {
-				got = err.Error()
-			}
-			if got != tc.want {
-				t.Errorf("got:\n%s\nwant:\n%s", got, tc.want)
-			}
+			checkParseError(t, "inputs: "+tc.inputs+"\nrules: [{name: r, match: x}]\n", "rules.yaml", tc.want)
 		})
 	}
 }
@@ -197,14 +190,7 @@ func TestGlobUnlistedElement(t *testing.T) {
 		{"/logs/*.d/x..y/a.log", ""},
 	} {
 		t.Run(c.path, func(t *testing.T) {
-			_, err := Parse([]byte(fmt.Sprintf("inputs: [{path: '%s'}]\nrules:\n  - {name: r, match: x}\n", c.path)), "c.yaml")
-			got := ""
-			if err != nil {
-				got = err.Error()
-			}
-			if got != c.want {
-				t.Errorf("got:\n%s\nwant:\n%s", got, c.want)
-			}
+			checkParseError(t, fmt.Sprintf("inputs: [{path: '%s'}]\nrules:\n  - {name: r, match: x}\n", c.path), "c.yaml", c.want)
 		})
 	}
 }
@@ -228,14 +214,7 @@ func TestGlobEmptyRange(t *testing.T) {
 		{"/logs/[^a-z]*.log", ""},
 	} {
 		t.Run(c.path, func(t *testing.T) {
-			_, err := Parse([]byte(fmt.Sprintf("inputs: [{path: '%s'}]\nrules:\n  - {name: r, match: x}\n", c.path)), "c.yaml")
-			got := ""
-			if err != nil {
-				got = err.Error()
-			}
-			if got != c.want {
-				t.Errorf("got:\n%s\nwant:\n%s", got, c.want)
-			}
+			checkParseError(t, fmt.Sprintf("inputs: [{path: '%s'}]\nrules:\n  - {name: r, match: x}\n", c.path), "c.yaml", c.want)
 		})
 	}
 }

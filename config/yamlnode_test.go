@@ -275,14 +275,7 @@ func TestCoreTagsMisused(t *testing.T) {
 		{"windows: !!seq [!!str 1m]", ""},
 	} {
 		t.Run(c.value, func(t *testing.T) {
-			_, err := Parse([]byte("rules:\n  - name: r\n    match: '(?P<v>x)'\n    "+c.value+"\n"), "t.yaml")
-			got := ""
-			if err != nil {
-				got = err.Error()
-			}
-			if got != c.want {
-				t.Errorf("got:\n%s\nwant:\n%s", got, c.want)
-			}
+			checkParseError(t, "rules:\n  - name: r\n    match: '(?P<v>x)'\n    "+c.value+"\n", "t.yaml", c.want)
 		})
 	}
 }
