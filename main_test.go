@@ -647,6 +647,58 @@ func TestOneShotUnlistedGlobRefused(t *testing.T) {
 	}
 }
 
+// TestOneShotFlagCombinations runs every combination of the one-shots and the flags that
+// apply to one: each that does not go together is a flag error (exit 2, nothing printed)
+// naming the flags, the first of these that applies: two one-shots or more, --sample
+// without --config.check, --explain.lines without --explain; every other combination
+// runs (the bare server exits 1 on an address it cannot bind).
+func TestOneShotFlagCombinations(t *testing.T) {
+	const log = "examples/access.log"
+	flags := []struct {
+		arg     string
+		oneShot string // the one-shot's name in the error, "" for a flag of one
+	}{
+		{"--config.check", "--config.check"},
+		{"--dashboard", "--dashboard"},
+		{"--replay=" + log, "--replay"},
+		{"--explain=" + log, "--explain"},
+		{"--explain.lines=5", ""},
+		{"--sample=" + log, ""},
+	}
+	const check, explain, explainLines, sample = 0, 3, 4, 5
+	for set := 0; set < 1<<len(flags); set++ {
+		given := func(i int) bool { return set&(1<<i) != 0 }
+		var args, oneShots []string
+		for i, f := range flags {
+			if given(i) {
+				args = append(args, f.arg)
+				if f.oneShot != "" {
+					oneShots = append(oneShots, f.oneShot)
+				}
+			}
+		}
+		want := ""
+		switch {
+		case len(oneShots) > 1:
+			want = strings.Join(oneShots, ", ") + " are one-shots of their own: give one of them"
+		case given(sample) && !given(check):
+			want = "--sample applies to --config.check"
+		case given(explainLines) && !given(explain):
+			want = "--explain.lines and --explain.format apply to --explain"
+		}
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(append([]string{"--config.file=examples/quickstart.yaml", "--web.listen-address=:99999"}, args...), &stdout, &stderr)
+			switch {
+			case want != "" && (code != 2 || !strings.Contains(stderr.String(), want) || stdout.Len() > 0):
+				t.Errorf("exit %d, %d bytes of stdout, stderr %q; want exit 2 saying %q", code, stdout.Len(), stderr.String(), want)
+			case want == "" && code == 2:
+				t.Errorf("exit 2, stderr %q; want the flags taken", stderr.String())
+			}
+		})
+	}
+}
+
 // TestOneShotFlagsRefused: one-shot flags that do not go together are a flag error naming
 // them, before anything runs: two one-shots ran one and left the other unheeded with exit
 // 0, and an --explain.lines without --explain, or an empty --explain, started the server.

@@ -29,7 +29,7 @@ func (d *decoder) logFormatCandidates(e entry, subject string, in *Input) bool {
 	switch {
 	case v.Kind == yaml.ScalarNode && v.Value == LogFormatAuto:
 		// auto is read here, not by scalar: its tag is checked as scalar would.
-		if d.foreignTag(v, e.key.Line, subject, "log_format") {
+		if d.badTag(v, e.key.Line, subject, "log_format") {
 			d.refuse()
 			return true
 		}

@@ -37,6 +37,19 @@ func parseWarned(t *testing.T, file, text, want string) *Config {
 	return cfg
 }
 
+// checkParseError parses text as file and fails unless its error is want, none if empty.
+func checkParseError(t *testing.T, text, file, want string) {
+	t.Helper()
+	_, err := Parse([]byte(text), file)
+	got := ""
+	if err != nil {
+		got = err.Error()
+	}
+	if got != want {
+		t.Errorf("got:\n%s\nwant:\n%s", got, want)
+	}
+}
+
 func ruleByName(t *testing.T, c *Config, name string) *Rule {
 	t.Helper()
 	for _, r := range c.Rules {
@@ -501,7 +514,6 @@ func TestBadConfigs(t *testing.T) {
 		"syslog.yaml": {
 			`:4: input "both": path and syslog: an input reads a file or a socket, not both; make two inputs`,
 			`:5: input "relative": syslog: "unixgram://run/x.sock": a unix socket needs an absolute path, after three slashes: unixgram:///run/x.sock`,
-			`:6: input "relative": socket_mode: applies only to a syslog: unixgram:// socket`,
 			`:8: input "tcp": syslog: "tcp://127.0.0.1:514": the scheme is unixgram:// or udp://, not "tcp"`,
 			`:12: input "twice": syslog: "udp://127.0.0.1:5140" is already received on by the input on line 10`,
 			`:13: input "twice": start_at: applies to file inputs (path:), not to a syslog input`,
@@ -518,6 +530,10 @@ func TestBadConfigs(t *testing.T) {
 			// It said "is not an octal permission" of a mode that is one.
 			`:36: input "no write for anyone": socket_mode: "0000" lets no one send: a sender needs write permission on the socket, e.g. '0660'`,
 			`:39: input "wrapped": wrapper: cri reads the lines a container runtime writes to a pod's log files (path: /var/log/pods/...); a syslog input receives messages no runtime wrapped: leave wrapper out`,
+			// The mode of a socket whose address is refused is read as a unix socket's: it
+			// was refused as a UDP socket's, the address's scheme unixgram:// or not.
+			`:41: input "both wrong": syslog: "unix:/run/w.sock" is nginx's spelling of a unix socket: unixgram:///run/w.sock`,
+			`:42: input "both wrong": socket_mode: "0444" lets no one send: a sender needs write permission on the socket, e.g. '0660'`,
 		},
 	}
 	files, err := filepath.Glob("testdata/bad/*.yaml")
@@ -1041,9 +1057,9 @@ func TestLongValuesShown(t *testing.T) {
 			`c.yaml:2: pattern "` + strings.Repeat("P", maxShownBytes-len(`pattern "`)) + `… (2058 bytes): the pattern is empty`},
 		// An error's reason comes after the value it quotes: its end is shown too.
 		{"error", "inputs:\n  - syslog: unixgram:///" + strings.Repeat("s", 2*maxShownBytes) + "\nrules:\n  - name: r\n    match: x\n",
-			`c.yaml:2: input #1: syslog: "unixgram:///` + strings.Repeat("s", maxShownBytes/2-len(`"unixgram:///`)) + `…(1110 bytes left out)…` +
-				strings.Repeat("s", maxShownBytes/2-len(`": a unix socket's path is at most 107 bytes (nginx refuses a longer one)`)) +
-				`": a unix socket's path is at most 107 bytes (nginx refuses a longer one)`},
+			`c.yaml:2: input #1: syslog: "unixgram:///` + strings.Repeat("s", maxShownBytes/2-len(`"unixgram:///`)) + `…(1127 bytes left out)…` +
+				strings.Repeat("s", maxShownBytes/2-len(`": the path is 2049 bytes, and a unix socket's is at most 107 (nginx refuses a longer one)`)) +
+				`": the path is 2049 bytes, and a unix socket's is at most 107 (nginx refuses a longer one)`},
 		{"warning", "inputs:\n  - path: ~/" + long + "\nrules:\n  - name: r\n    match: x\n",
 			`c.yaml:2: warning: input #1: path: "~/` + strings.Repeat("é", maxShownBytes/2-1) + `"… (2097154 bytes) starts with ~`},
 	} {

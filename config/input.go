@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -370,6 +371,10 @@ func (d *decoder) path(path string, line int, subject string, sources map[string
 		d.add(line, subject, "path: %q %v", path, err)
 		return
 	}
+	if lo, hi, ok := emptyRange(path); ok {
+		d.add(line, subject, "path: %q has the range [%s-%s], which holds no character as %[2]s comes after %[3]s: write it [%[3]s-%[2]s]", path, lo, hi)
+		return
+	}
 	// Two spellings of one path (./, //, a trailing /.) follow one file twice.
 	key := filepath.Clean(path)
 	if first, dup := sources[key]; dup {
@@ -409,6 +414,46 @@ func globFault(path string) string {
 		}
 	}
 	return "has a [...] class that is empty, or has a - or ] where a character belongs" + literal
+}
+
+// emptyRange returns the first range of a [...] class of path, a glob filepath.Match
+// takes, whose low end comes after its high end: Match takes it, and it holds no
+// character, so the class it is alone in matches none, and the glob no file, ever.
+func emptyRange(path string) (lo, hi string, ok bool) {
+	// char is the character of a class at path[i:], after its \ if it has one, and the
+	// index past it.
+	char := func(i int) (string, int) {
+		if path[i] == '\\' {
+			i++
+		}
+		_, n := utf8.DecodeRuneInString(path[i:])
+		return path[i : i+n], i + n
+	}
+	for i := 0; i < len(path); i++ {
+		switch path[i] {
+		case '\\':
+			i++
+		case '[':
+			i++
+			if i < len(path) && path[i] == '^' {
+				i++
+			}
+			// Match refused a class that does not close, and a - or ] where a
+			// character belongs, so each step reads a character or the ].
+			for first := true; i < len(path) && (first || path[i] != ']'); first = false {
+				var l, h string
+				l, i = char(i)
+				h = l
+				if path[i] == '-' {
+					h, i = char(i + 1)
+				}
+				if l > h {
+					return l, h, true
+				}
+			}
+		}
+	}
+	return "", "", false
 }
 
 // UnlistedElement refuses a glob with a ".", ".." or empty element after its first
@@ -543,7 +588,8 @@ func (d *decoder) socketMode(e entry, subject string, s *SyslogInput) {
 	if !ok {
 		return
 	}
-	if s.Socket.Network != "unixgram" {
+	// A socket whose address was refused has its own error, and its mode is read still.
+	if s.Socket.Network == "udp" {
 		d.add(e.key.Line, subject, "socket_mode: applies only to a syslog: unixgram:// socket")
 		return
 	}

@@ -104,7 +104,7 @@ func readFile(path string, pipe bool) ([]byte, error) {
 		return nil, err
 	}
 	if !fi.Mode().IsRegular() && !(pipe && fi.Mode()&os.ModeNamedPipe != 0) {
-		return nil, fmt.Errorf("%s: not a regular file (mode %s, as ls -l shows it); give the path of the rule file", path, fi.Mode())
+		return nil, fmt.Errorf("%s: not a regular file but %s; give the path of the rule file", path, FileTypeName(fi.Mode()))
 	}
 	if fi.Size() > MaxFileBytes {
 		return nil, tooLarge(path, fmt.Sprintf("%d bytes, ", fi.Size()))
@@ -711,4 +711,27 @@ func (d *decoder) rules(e entry, c *Config) []*Rule {
 	}
 	d.collisions(out)
 	return out
+}
+
+// FileTypeName names, in words and with its article, the type of a file that is not a
+// regular one, for the rule file's error and every other about such a file (through
+// internal/filestat): FileMode's own string of the type bits ("p---------") reads as a
+// file of no permissions.
+func FileTypeName(m fs.FileMode) string {
+	switch t := m.Type(); {
+	case t&fs.ModeDir != 0:
+		return "a directory"
+	case t&fs.ModeNamedPipe != 0:
+		return "a named pipe (FIFO)"
+	case t&fs.ModeSocket != 0:
+		return "a socket"
+	case t&fs.ModeCharDevice != 0:
+		return "a character device"
+	case t&fs.ModeDevice != 0:
+		return "a block device"
+	case t&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	default:
+		return "a file of type " + t.String()
+	}
 }

@@ -45,6 +45,18 @@ func checkMetricName(name string) error {
 // the target's), so it loads with a warning.
 var targetLabels = []string{"job", "instance"}
 
+// promQLWords are the label names PromQL's lexer reads as something else where a
+// grouping's label belongs, in any case: the keyword without and the numbers inf and nan.
+// Every other keyword reads as a label name there.
+var promQLWords = []string{"without", "inf", "nan"}
+
+// IsPromQLWord reports whether PromQL reads the label name as one of promQLWords, so that
+// a query grouping by it unquoted (sum by (inf)) does not parse: Prometheus 3 reads it
+// quoted (by ("inf")), Prometheus 2 neither way.
+func IsPromQLWord(name string) bool {
+	return slices.ContainsFunc(promQLWords, func(w string) bool { return strings.EqualFold(w, name) })
+}
+
 func checkLabelName(name string) error {
 	switch {
 	case !isName(name):

@@ -50,7 +50,8 @@ func FuzzIsName(f *testing.F) {
 // TestTargetLabelsWarn: a label named job or instance loads, with a warning naming the
 // file, the line and the rule: Prometheus puts the scrape target's job and instance on
 // every series and renames the rule's exported_job or exported_instance, so queries by
-// it (the dashboard's `sum by (instance)`) quietly group by the target's instead.
+// it (the dashboard's `sum by (instance)`) quietly group by the target's instead. A label
+// PromQL reads as a keyword or number there (without, inf, nan) is warned of as well.
 func TestTargetLabelsWarn(t *testing.T) {
 	for _, c := range []struct {
 		labels string
@@ -59,6 +60,12 @@ func TestTargetLabelsWarn(t *testing.T) {
 		{"{instance: '${v}'}", []string{`rules.yaml:4: warning: rule "r": labels: instance: Prometheus puts the scrape target's instance label on every series and renames this one exported_instance (unless its scrape has honor_labels: true, and then this one replaces the target's); name it otherwise, e.g. upstream_instance`}},
 		{"{job: '${v}', status: '${v}'}", []string{`rules.yaml:4: warning: rule "r": labels: job: Prometheus puts the scrape target's job label on every series and renames this one exported_job (unless its scrape has honor_labels: true, and then this one replaces the target's); name it otherwise, e.g. upstream_job`}},
 		{"{jobs: '${v}', instance_id: '${v}'}", nil},
+		// PromQL reads these, in any case, as a keyword or a number in sum by (...).
+		{"{without: '${v}'}", []string{`rules.yaml:4: warning: rule "r": labels: without: PromQL reads without as a keyword or a number where a query groups by a label, so sum by (without) does not parse: the query must quote it, by ("without"), which Prometheus 2 does not read (the dashboard quotes it); name it otherwise, e.g. without_value`}},
+		{"{Inf: '${v}', NAN: '${v}'}", []string{
+			`rules.yaml:4: warning: rule "r": labels: Inf: PromQL reads Inf as a keyword or a number where a query groups by a label, so sum by (Inf) does not parse: the query must quote it, by ("Inf"), which Prometheus 2 does not read (the dashboard quotes it); name it otherwise, e.g. inf_value`,
+			`rules.yaml:4: warning: rule "r": labels: NAN: PromQL reads NAN as a keyword or a number where a query groups by a label, so sum by (NAN) does not parse: the query must quote it, by ("NAN"), which Prometheus 2 does not read (the dashboard quotes it); name it otherwise, e.g. nan_value`}},
+		{"{by: '${v}', infinity: '${v}', offset: '${v}'}", nil},
 	} {
 		t.Run(c.labels, func(t *testing.T) {
 			cfg, err := Parse([]byte("rules:\n  - name: r\n    match: '(?P<v>.*)'\n    labels: "+c.labels+"\n"), "rules.yaml")

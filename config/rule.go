@@ -473,6 +473,11 @@ func (rd *ruleDecoder) labels(e entry, r *Rule) []string {
 				"%s: Prometheus puts the scrape target's %s label on every series and renames this one exported_%[2]s (unless its scrape has honor_labels: true, and then this one replaces the target's); name it otherwise, e.g. upstream_%[2]s",
 				what, l.key.Value)
 		}
+		if IsPromQLWord(l.key.Value) {
+			rd.warn(l.key.Line, rd.subject,
+				"%s: PromQL reads %s as a keyword or a number where a query groups by a label, so sum by (%[2]s) does not parse: the query must quote it, by (%[3]q), which Prometheus 2 does not read (the dashboard quotes it); name it otherwise, e.g. %[4]s_value",
+				what, l.key.Value, l.key.Value, strings.ToLower(l.key.Value))
+		}
 		text, ok := rd.scalar(l, rd.subject, what)
 		if !ok {
 			continue

@@ -36,23 +36,42 @@ func parseSocketAddress(s string) (SocketAddress, error) {
 	if !ok {
 		return SocketAddress{}, noScheme(s)
 	}
-	var a SocketAddress
-	var err error
 	switch strings.ToLower(scheme) {
-	case "unixgram":
-		a, err = unixAddress(rest)
-	case "udp":
-		a, err = udpAddress(rest)
+	case "unixgram", "udp":
 	case "unix":
 		// nginx's server=unix:/path is a datagram socket.
-		return SocketAddress{}, fmt.Errorf("%q: the scheme is unixgram:// (nginx sends datagrams), not unix://: unixgram://%s", s, rest)
+		return SocketAddress{}, rewritten(s, ": the scheme is unixgram:// (nginx sends datagrams), not unix://", "unixgram", rest, "")
 	default:
 		return SocketAddress{}, fmt.Errorf("%q: the scheme is unixgram:// or udp://, not %q", s, scheme)
 	}
+	a, err := schemeAddress(strings.ToLower(scheme), rest)
 	if err != nil {
 		return SocketAddress{}, fmt.Errorf("%q: %w", s, err)
 	}
 	return a, nil
+}
+
+// schemeAddress checks the part of an address after scheme://, the scheme unixgram or udp.
+func schemeAddress(scheme, rest string) (SocketAddress, error) {
+	if scheme == "unixgram" {
+		return unixAddress(rest)
+	}
+	return udpAddress(rest)
+}
+
+// rewritten is the error of s, which why says is not written as an address is: with the
+// address to write instead, scheme://rest and a note, when that loads, else with what is
+// still wrong in it, so that no error tells to write an address that would not load.
+func rewritten(s, why, scheme, rest, note string) error {
+	return fmt.Errorf("%q%w", s, instead(why, scheme, rest, note))
+}
+
+// instead is rewritten's error without the address it is about.
+func instead(why, scheme, rest, note string) error {
+	if _, err := schemeAddress(scheme, rest); err != nil {
+		return fmt.Errorf("%s; and %w", why, err)
+	}
+	return fmt.Errorf("%s: %s://%s%s", why, scheme, rest, note)
 }
 
 // isControl reports whether r is an ASCII control character: a YAML escape ("\n", "\0")
@@ -65,18 +84,34 @@ func noScheme(s string) error {
 	if server, ok := strings.CutPrefix(s, "syslog:server="); ok {
 		// access_log's syslog:server=ADDRESS,tag=... pasted whole.
 		server, _, _ = strings.Cut(server, ",")
-		return fmt.Errorf("%q is nginx's access_log parameter; the input's address is that of the socket alone: %s", s, nginxServer(server))
-	}
-	if path, ok := strings.CutPrefix(s, "unix:"); ok && strings.HasPrefix(path, "/") {
-		return fmt.Errorf("%q is nginx's spelling of a unix socket; the input's is unixgram://%s", s, path)
-	}
-	for _, scheme := range []string{"unixgram:", "udp:"} {
-		if strings.HasPrefix(strings.ToLower(s), scheme) {
-			return fmt.Errorf("%q: the scheme is followed by //: %s//%s", s, scheme, strings.TrimLeft(s[len(scheme):], "/"))
+		const why = " is nginx's access_log parameter; the input's address is that of the socket alone"
+		if server == "" {
+			return fmt.Errorf("%q%s, and it names none: e.g. unixgram:///run/logwindow/nginx.sock or udp://127.0.0.1:5140", s, why)
 		}
+		// nginx reads its unix: in any case.
+		if path, ok := cutPrefixFold(server, "unix:"); ok {
+			return rewritten(s, why, "unixgram", path, "")
+		}
+		if _, err := udpAddress(server); errors.Is(err, errNoPort) {
+			return rewritten(s, why, "udp", strings.TrimSuffix(server, ":")+":514", " (nginx's port when it names none)")
+		}
+		return rewritten(s, why, "udp", server, "")
+	}
+	if path, ok := cutPrefixFold(s, "unix:"); ok && strings.HasPrefix(path, "/") {
+		return rewritten(s, " is nginx's spelling of a unix socket", "unixgram", path, "")
+	}
+	if path, ok := cutPrefixFold(s, "unixgram:"); ok {
+		if !strings.HasPrefix(path, "/") {
+			return rewritten(s, ": a unix socket is unixgram:// and an absolute path", "unixgram", "/"+path, "")
+		}
+		// The path's own slash is the third: unixgram:/run/x.sock is unixgram:///run/x.sock.
+		return rewritten(s, ": the scheme is followed by //", "unixgram", "/"+strings.TrimLeft(path, "/"), "")
+	}
+	if rest, ok := cutPrefixFold(s, "udp:"); ok {
+		return rewritten(s, ": the scheme is followed by //", "udp", strings.TrimLeft(rest, "/"), "")
 	}
 	if strings.HasPrefix(s, "/") {
-		return fmt.Errorf("%q has no scheme: a unix socket is unixgram://%[1]s", s)
+		return rewritten(s, " has no scheme (a unix socket's is unixgram://)", "unixgram", s, "")
 	}
 	if _, err := udpAddress(s); err == nil {
 		return fmt.Errorf("%q has no scheme: a UDP address is udp://%[1]s", s)
@@ -84,15 +119,12 @@ func noScheme(s string) error {
 	return fmt.Errorf("%q has no scheme: write unixgram:///run/logwindow/nginx.sock or udp://127.0.0.1:5140", s)
 }
 
-// nginxServer says the input's address for nginx's server=ADDRESS.
-func nginxServer(server string) string {
-	if path, ok := strings.CutPrefix(server, "unix:"); ok {
-		return "unixgram://" + path
+// cutPrefixFold is strings.CutPrefix with the prefix matched in any case, as a scheme is.
+func cutPrefixFold(s, prefix string) (string, bool) {
+	if len(s) < len(prefix) || !strings.EqualFold(s[:len(prefix)], prefix) {
+		return s, false
 	}
-	if _, err := udpAddress(server); errors.Is(err, errNoPort) {
-		return "udp://" + server + ":514 (nginx's port when it names none)"
-	}
-	return "udp://" + server
+	return s[len(prefix):], true
 }
 
 // unixAddress checks the part of a unix socket's address after "unixgram://": an
@@ -100,10 +132,19 @@ func nginxServer(server string) string {
 // written %3F or %23).
 func unixAddress(rest string) (SocketAddress, error) {
 	if !strings.HasPrefix(rest, "/") {
-		if rest == "" {
+		host, path, hasPath := strings.Cut(rest, "/")
+		switch {
+		case rest == "":
 			return SocketAddress{}, errors.New("names no path; give the socket's, e.g. unixgram:///run/logwindow/nginx.sock")
+		case strings.HasPrefix(rest, "@"):
+			// The socket must be a file: its mode is set, and its path looked at and bound
+			// again when it is removed.
+			return SocketAddress{}, fmt.Errorf("names the abstract socket %s, which has no file; give a path, e.g. unixgram:///run/logwindow/nginx.sock", rest)
+		case hasPath && (host == "localhost" || strings.Contains(host, ".")):
+			// A URL's host: a unix socket is on this host alone.
+			return SocketAddress{}, instead(fmt.Sprintf("a unix socket's address names no host (%s)", host), "unixgram", "/"+path, "")
 		}
-		return SocketAddress{}, fmt.Errorf("a unix socket needs an absolute path, after three slashes: unixgram:///%s", rest)
+		return SocketAddress{}, instead("a unix socket needs an absolute path, after three slashes", "unixgram", "/"+rest, "")
 	}
 	if i := strings.IndexAny(rest, "?#"); i >= 0 {
 		c := rest[i : i+1]
@@ -114,17 +155,19 @@ func unixAddress(rest string) (SocketAddress, error) {
 	if err != nil {
 		return SocketAddress{}, errors.New("the path holds a % not followed by two hex digits: write a % of the path as %25")
 	}
-	if strings.ContainsRune(path, 0) {
-		return SocketAddress{}, errors.New("the path holds a NUL byte (%00), which no file name has")
-	}
-	// The socket is bound through a short name of its own and renamed into place, so a
-	// path too long for a socket address would bind and then be out of nginx's reach.
-	if len(path) >= maxSocketPath {
-		return SocketAddress{}, fmt.Errorf("a unix socket's path is at most %d bytes (nginx refuses a longer one)", maxSocketPath-1)
+	if i := strings.IndexFunc(path, isControl); i >= 0 {
+		// Refused escaped as written: a NUL ends the path, and no sender is given a
+		// path with a control character.
+		return SocketAddress{}, fmt.Errorf("the path holds the control character %q (%%%02X), which no address has", path[i], path[i])
 	}
 	// Cleaned as the socket's directory is when it is bound (filepath.Dir), so that two
 	// spellings of one path are one address.
 	clean := filepath.Clean(path)
+	// The socket is bound through a short name of its own and renamed into place, so a
+	// path too long for a socket address would bind and then be out of nginx's reach.
+	if len(clean) >= maxSocketPath {
+		return SocketAddress{}, fmt.Errorf("the path is %d bytes, and a unix socket's is at most %d (nginx refuses a longer one)", len(clean), maxSocketPath-1)
+	}
 	if last := filepath.Base(strings.TrimRight(path, "/")); clean == "/" || last == "." || last == ".." {
 		return SocketAddress{}, fmt.Errorf("the path names the directory %s, where no socket can be made; give the socket file's path in it, e.g. %s", clean, filepath.Join(clean, "nginx.sock"))
 	}
@@ -165,19 +208,23 @@ func udpAddress(rest string) (SocketAddress, error) {
 			return SocketAddress{}, fmt.Errorf("%q follows the IPv6 address where :port belongs", port)
 		}
 		port, hasPort = strings.CutPrefix(port, ":")
-		if a, err := netip.ParseAddr(host); err != nil || !a.Is6() {
+		a, err := netip.ParseAddr(host)
+		if err != nil || !a.Is6() {
 			return SocketAddress{}, fmt.Errorf("[%s] is not an IPv6 address: only an IPv6 address is written in brackets", host)
 		}
+		// One spelling per address, so that two inputs on one are told apart at load: an
+		// IPv4-mapped one is bound as the IPv4 address it maps.
+		host = a.Unmap().String()
 	} else {
 		if strings.Count(rest, ":") > 1 {
 			if b, ok := bracketed(rest); ok {
-				return SocketAddress{}, fmt.Errorf("an IPv6 address is written in brackets, as the port follows it after a colon: %s", b)
+				return SocketAddress{}, instead("an IPv6 address is written in brackets, as the port follows it after a colon", "udp", b, "")
 			}
 			return SocketAddress{}, fmt.Errorf("%q is not host:port: it has more than one colon", rest)
 		}
 		host, port, hasPort = strings.Cut(rest, ":")
-		if _, err := netip.ParseAddr(host); host != "" && err != nil && !hostName().MatchString(host) {
-			return SocketAddress{}, fmt.Errorf("the host %q is neither an IP address nor a host name", host)
+		if err := checkHost(host); err != nil {
+			return SocketAddress{}, err
 		}
 	}
 	if !hasPort || port == "" {
@@ -197,17 +244,43 @@ func udpAddress(rest string) (SocketAddress, error) {
 	return SocketAddress{Network: "udp", Addr: net.JoinHostPort(host, strconv.FormatUint(n, 10))}, nil
 }
 
-// bracketed is an IPv6 address written without brackets as it is written with them, and
-// whether rest is one: the last colon's part is the port if what is before it is an
-// address, else rest is the address, without a port.
+// checkHost checks a host not in brackets: nothing, an IPv4 address or a host name.
+func checkHost(host string) error {
+	if _, err := netip.ParseAddr(host); host == "" || err == nil {
+		return nil
+	}
+	if !hostName().MatchString(host) {
+		return fmt.Errorf("the host %q is neither an IP address nor a host name", host)
+	}
+	labels := strings.Split(strings.TrimSuffix(host, "."), ".")
+	if last := labels[len(labels)-1]; strings.Trim(last, "0123456789") == "" {
+		// No top-level domain is a number: a name ending in one is an IPv4 address
+		// mistyped, which would be looked up as a name only when the socket is bound.
+		return fmt.Errorf("the host %q is not an IPv4 address: that is four numbers from 0 to 255 between dots, with no leading zero", host)
+	}
+	// A resolver refuses longer names (RFC 1035) only when the socket is bound.
+	if len(strings.TrimSuffix(host, ".")) > 253 {
+		return fmt.Errorf("the host name %q is longer than 253 bytes, the most a name has", host)
+	}
+	for _, l := range labels {
+		if len(l) > 63 {
+			return fmt.Errorf("the host name %q has a label longer than 63 bytes, the most a label has: %s", host, l)
+		}
+	}
+	return nil
+}
+
+// bracketed is an IPv6 address written without brackets as it is written with them (after
+// udp://), and whether rest is one: the last colon's part is the port if what is before it
+// is an address, else rest is the address, without a port.
 func bracketed(rest string) (string, bool) {
 	if i := strings.LastIndexByte(rest, ':'); i >= 0 {
 		if _, err := netip.ParseAddr(rest[:i]); err == nil && rest[i+1:] != "" && strings.Trim(rest[i+1:], "0123456789") == "" {
-			return "udp://[" + rest[:i] + "]:" + rest[i+1:], true
+			return "[" + rest[:i] + "]:" + rest[i+1:], true
 		}
 	}
 	if _, err := netip.ParseAddr(rest); err == nil {
-		return "udp://[" + rest + "]:514", true
+		return "[" + rest + "]:514", true
 	}
 	return "", false
 }

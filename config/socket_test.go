@@ -2,6 +2,9 @@ package config
 
 import (
 	"fmt"
+	"net"
+	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,6 +19,20 @@ func TestParseAddress(t *testing.T) {
 	}{
 		{"unixgram:///run/logwindow/nginx.sock", SocketAddress{"unixgram", "/run/logwindow/nginx.sock"}, ""},
 		{"udp://127.0.0.1:5140", SocketAddress{"udp", "127.0.0.1:5140"}, ""},
+		{"udp://localhost.:5140", SocketAddress{"udp", "localhost.:5140"}, ""},
+		// An address spelled otherwise is the one address, which two inputs may not share:
+		// an IPv4-mapped one is bound as the IPv4 address.
+		{"udp://[::ffff:10.0.0.1]:5140", SocketAddress{"udp", "10.0.0.1:5140"}, ""},
+		{"udp://[0:0:0:0:0:0:0:1]:5140", SocketAddress{"udp", "[::1]:5140"}, ""},
+		{"udp://[FE80::1%eth0]:5140", SocketAddress{"udp", "[fe80::1%eth0]:5140"}, ""},
+		// A name ending in a number would be looked up only when bound, and found nowhere.
+		{"udp://300.1.1.1:514", SocketAddress{}, `: the host "300.1.1.1" is not an IPv4 address: that is four numbers from 0 to 255 between dots, with no leading zero`},
+		{"udp://10.0.1:514", SocketAddress{}, `: the host "10.0.1" is not an IPv4 address: that is four numbers from 0 to 255 between dots, with no leading zero`},
+		{"udp://010.0.0.1:514", SocketAddress{}, `: the host "010.0.0.1" is not an IPv4 address: that is four numbers from 0 to 255 between dots, with no leading zero`},
+		{"udp://2130706433:514", SocketAddress{}, `: the host "2130706433" is not an IPv4 address: that is four numbers from 0 to 255 between dots, with no leading zero`},
+		{"udp://10.0.0.1.:514", SocketAddress{}, `: the host "10.0.0.1." is not an IPv4 address: that is four numbers from 0 to 255 between dots, with no leading zero`},
+		{"udp://" + strings.Repeat("a", 64) + ".example:514", SocketAddress{}, `: the host name "` + strings.Repeat("a", 64) + `.example" has a label longer than 63 bytes, the most a label has: ` + strings.Repeat("a", 64)},
+		{"udp://" + strings.Repeat("a.", 127) + "ab:514", SocketAddress{}, `: the host name "` + strings.Repeat("a.", 127) + `ab" is longer than 253 bytes, the most a name has`},
 		{"udp://[::1]:5140", SocketAddress{"udp", "[::1]:5140"}, ""},
 		{"udp://[fe80::1%eth0]:514", SocketAddress{"udp", "[fe80::1%eth0]:514"}, ""},
 		{"udp://:5140", SocketAddress{"udp", ":5140"}, ""},
@@ -28,13 +45,20 @@ func TestParseAddress(t *testing.T) {
 		{"udp://127.0.0.1:05140", SocketAddress{"udp", "127.0.0.1:5140"}, ""},
 		{"unixgram://relative.sock", SocketAddress{}, `: a unix socket needs an absolute path, after three slashes: unixgram:///relative.sock`},
 		{"unixgram://", SocketAddress{}, `: names no path; give the socket's, e.g. unixgram:///run/logwindow/nginx.sock`},
-		{"unixgram:relative.sock", SocketAddress{}, `: the scheme is followed by //: unixgram://relative.sock`},
+		{"unixgram:relative.sock", SocketAddress{}, `: a unix socket is unixgram:// and an absolute path: unixgram:///relative.sock`},
+		{"unixgram:/run/x.sock", SocketAddress{}, `: the scheme is followed by //: unixgram:///run/x.sock`},
+		{"UNIXGRAM://run/x.sock", SocketAddress{}, `: a unix socket needs an absolute path, after three slashes: unixgram:///run/x.sock`},
+		{"unixgram://localhost/run/x.sock", SocketAddress{}, `: a unix socket's address names no host (localhost): unixgram:///run/x.sock`},
+		{"unixgram://@logwindow", SocketAddress{}, `: names the abstract socket @logwindow, which has no file; give a path, e.g. unixgram:///run/logwindow/nginx.sock`},
+		{"unixgram:///run/%40x.sock", SocketAddress{"unixgram", "/run/@x.sock"}, ""},
+		{"unixgram:///run/%2e%2e/x.sock", SocketAddress{"unixgram", "/x.sock"}, ""},
 		{"unixgram:///", SocketAddress{}, `: the path names the directory /, where no socket can be made; give the socket file's path in it, e.g. /nginx.sock`},
 		{"unixgram:///run/x/..", SocketAddress{}, `: the path names the directory /run, where no socket can be made; give the socket file's path in it, e.g. /run/nginx.sock`},
 		{"unixgram:///run/x.sock?mode=0660", SocketAddress{}, `: the path holds ?, which would start a URL's query: a socket's options are keys of the input (socket_mode:); write a ? of the path as %3F`},
 		{"unixgram:///run/x#1.sock", SocketAddress{}, `: the path holds #, which would start a URL's fragment: a socket's options are keys of the input (socket_mode:); write a # of the path as %23`},
 		{"unixgram:///run/100%.sock", SocketAddress{}, `: the path holds a % not followed by two hex digits: write a % of the path as %25`},
-		{"unixgram:///run/x%00.sock", SocketAddress{}, `: the path holds a NUL byte (%00), which no file name has`},
+		{"unixgram:///run/x%00.sock", SocketAddress{}, `: the path holds the control character '\x00' (%00), which no address has`},
+		{"unixgram:///run/x%0A.sock", SocketAddress{}, `: the path holds the control character '\n' (%0A), which no address has`},
 		{"unix:///run/x.sock", SocketAddress{}, `: the scheme is unixgram:// (nginx sends datagrams), not unix://: unixgram:///run/x.sock`},
 		// nginx's default port, which it sends to when server= names none, is said.
 		{"udp://127.0.0.1", SocketAddress{}, `: names no port; nginx sends to port 514 when its server= names none: then write udp://127.0.0.1:514`},
@@ -65,17 +89,27 @@ func TestParseAddress(t *testing.T) {
 		{"udp://127.0.0.1:5140\n", SocketAddress{}, `: holds the control character '\n', which no address has`},
 		{"udp:127.0.0.1:5140", SocketAddress{}, `: the scheme is followed by //: udp://127.0.0.1:5140`},
 		{"tcp://127.0.0.1:5140", SocketAddress{}, `: the scheme is unixgram:// or udp://, not "tcp"`},
-		{"/run/x.sock", SocketAddress{}, ` has no scheme: a unix socket is unixgram:///run/x.sock`},
+		{"/run/x.sock", SocketAddress{}, ` has no scheme (a unix socket's is unixgram://): unixgram:///run/x.sock`},
 		{"127.0.0.1:5140", SocketAddress{}, ` has no scheme: a UDP address is udp://127.0.0.1:5140`},
 		{"%zz", SocketAddress{}, ` has no scheme: write unixgram:///run/logwindow/nginx.sock or udp://127.0.0.1:5140`},
 		// nginx's own spelling, pasted from its access_log line, is translated.
-		{"unix:/run/x.sock", SocketAddress{}, ` is nginx's spelling of a unix socket; the input's is unixgram:///run/x.sock`},
+		{"unix:/run/x.sock", SocketAddress{}, ` is nginx's spelling of a unix socket: unixgram:///run/x.sock`},
+		{"UNIX:/run/x.sock", SocketAddress{}, ` is nginx's spelling of a unix socket: unixgram:///run/x.sock`},
+		{"syslog:server=,tag=nginx", SocketAddress{}, ` is nginx's access_log parameter; the input's address is that of the socket alone, and it names none: e.g. unixgram:///run/logwindow/nginx.sock or udp://127.0.0.1:5140`},
 		{"syslog:server=unix:/run/x.sock,tag=nginx", SocketAddress{}, ` is nginx's access_log parameter; the input's address is that of the socket alone: unixgram:///run/x.sock`},
 		{"syslog:server=10.0.0.1", SocketAddress{}, ` is nginx's access_log parameter; the input's address is that of the socket alone: udp://10.0.0.1:514 (nginx's port when it names none)`},
+		{"syslog:server=10.0.0.1:", SocketAddress{}, ` is nginx's access_log parameter; the input's address is that of the socket alone: udp://10.0.0.1:514 (nginx's port when it names none)`},
+		// A rewrite that would be refused in turn is not told: what is wrong in it is.
+		{"syslog:server=300.1.1.1", SocketAddress{}, ` is nginx's access_log parameter; the input's address is that of the socket alone; and the host "300.1.1.1" is not an IPv4 address: that is four numbers from 0 to 255 between dots, with no leading zero`},
+		{"unix://run/x.sock", SocketAddress{}, `: the scheme is unixgram:// (nginx sends datagrams), not unix://; and a unix socket needs an absolute path, after three slashes: unixgram:///run/x.sock`},
+		{"unix:/", SocketAddress{}, ` is nginx's spelling of a unix socket; and the path names the directory /, where no socket can be made; give the socket file's path in it, e.g. /nginx.sock`},
+		{"udp:", SocketAddress{}, `: the scheme is followed by //; and names no host and port; write e.g. udp://127.0.0.1:5140, or udp://:5140 for every address`},
 		// nginx (and Go, and libc) end the path with a NUL within the address, so a path
 		// that fills the address whole is one nginx refuses to send to.
 		{"unixgram://" + longPath(maxSocketPath-1), SocketAddress{"unixgram", longPath(maxSocketPath - 1)}, ""},
-		{"unixgram://" + longPath(maxSocketPath), SocketAddress{}, `: a unix socket's path is at most 107 bytes (nginx refuses a longer one)`},
+		{"unixgram://" + longPath(maxSocketPath), SocketAddress{}, `: the path is 108 bytes, and a unix socket's is at most 107 (nginx refuses a longer one)`},
+		// The path bound is the one cleaned.
+		{"unixgram:///" + longPath(maxSocketPath-1), SocketAddress{"unixgram", longPath(maxSocketPath - 1)}, ""},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
 			got, err := parseSocketAddress(tc.in)
@@ -87,9 +121,74 @@ func TestParseAddress(t *testing.T) {
 			case got != tc.want:
 				t.Errorf("parseSocketAddress(%q) = %+v, want %+v", tc.in, got, tc.want)
 			}
+			checkSuggestions(t, tc.in, err)
 		})
+	}
+}
+
+// suggestion is an address an error tells to write instead; the scheme alone, or the
+// template udp://host:port, is none.
+var suggestion = regexp.MustCompile(`(unixgram|udp)://[^ ,()]+`)
+
+// checkSuggestions fails when an error of parseSocketAddress(in) tells to write an
+// address that is refused in turn. An address holding a character that ends a suggestion
+// in the text is passed over: where the one told ends is not known.
+func checkSuggestions(t *testing.T, in string, err error) {
+	t.Helper()
+	if err == nil || strings.ContainsAny(in, " ,()") {
+		return
+	}
+	said := strings.TrimPrefix(err.Error(), strconv.Quote(in))
+	for _, s := range suggestion.FindAllString(said, -1) {
+		if s == "udp://host:port" {
+			continue
+		}
+		if _, err := parseSocketAddress(s); err != nil {
+			t.Errorf("parseSocketAddress(%q) tells to write %s, which is refused: %v", in, s, err)
+		}
 	}
 }
 
 // longPath is an absolute path of n bytes.
 func longPath(n int) string { return "/" + strings.Repeat("s", n-1) }
+
+// FuzzParseAddress feeds the address parser what a rule file may hold: it must never
+// panic; an error quotes the address first and tells to write only addresses that load;
+// an address loaded is a socket's, written in one spelling that loads as itself. Its seed
+// corpus (testdata/fuzz/FuzzParseAddress) holds a form of each part the parser tells
+// apart: IPv6 zones and mapped addresses, numeric hosts, schemes in capitals, abstract and
+// relative unix paths, escapes, nginx's own spellings.
+func FuzzParseAddress(f *testing.F) {
+	for _, s := range []string{"unixgram:///run/logwindow/nginx.sock", "udp://127.0.0.1:5140", "udp://[fe80::1%eth0]:514",
+		"syslog:server=unix:/run/x.sock,tag=nginx", "unixgram:///run/%3F%23%25.sock", "udp://::1:5140"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		a, err := parseSocketAddress(in)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), strconv.Quote(in)) {
+				t.Fatalf("parseSocketAddress(%q): error %q does not quote the address first", in, err)
+			}
+			checkSuggestions(t, in, err)
+			return
+		}
+		var again string
+		switch a.Network {
+		case "unixgram":
+			if !filepath.IsAbs(a.Addr) || filepath.Clean(a.Addr) != a.Addr || len(a.Addr) >= maxSocketPath || strings.ContainsRune(a.Addr, 0) {
+				t.Fatalf("parseSocketAddress(%q) = %+v: not a clean absolute path a socket address holds", in, a)
+			}
+			again = "unixgram://" + strings.NewReplacer("%", "%25", "?", "%3F", "#", "%23").Replace(a.Addr)
+		case "udp":
+			if _, _, err := net.SplitHostPort(a.Addr); err != nil {
+				t.Fatalf("parseSocketAddress(%q) = %+v: %v", in, a, err)
+			}
+			again = "udp://" + a.Addr
+		default:
+			t.Fatalf("parseSocketAddress(%q) = %+v: no network", in, a)
+		}
+		if b, err := parseSocketAddress(again); err != nil || b != a {
+			t.Fatalf("parseSocketAddress(%q) = %+v, whose spelling %q loads as %+v, %v", in, a, again, b, err)
+		}
+	})
+}

@@ -250,7 +250,7 @@ func (d *decoder) scalar(e entry, subject, what string) (string, bool) {
 		d.add(e.key.Line, subject, "%smust be a single value, not %s", at(what), kindName(v))
 		return "", false
 	}
-	if d.foreignTag(v, e.key.Line, subject, what) {
+	if d.badTag(v, e.key.Line, subject, what) {
 		return "", false
 	}
 	if isNull(v) {
@@ -263,16 +263,47 @@ func (d *decoder) scalar(e entry, subject, what string) (string, bool) {
 // what its text would be read as anyway.
 var coreTags = []string{"!!str", "!!int", "!!float", "!!bool", "!!null", "!!seq", "!!map"}
 
-// foreignTag reports, at line, a value given a tag other than the core ones: a tool's
-// !include or !ENV, or !!binary, which a dump of bytes writes, would be taken for the
-// text written after it (a regex of base64, a path of "${LOG_PATH}"), with no word said.
-func (d *decoder) foreignTag(v *yaml.Node, line int, subject, what string) bool {
-	if !foreignTagged(v) {
-		return false
+// badTag reports, at line, a value given a tag other than the core ones, or a core tag
+// that its value is not of. A tool's !include or !ENV, or !!binary, which a dump of bytes
+// writes, would be taken for the text written after it (a regex of base64, a path of
+// "${LOG_PATH}"), with no word said; and so would !!int abc, where !!null on text would
+// read it as empty, the text lost.
+func (d *decoder) badTag(v *yaml.Node, line int, subject, what string) bool {
+	if foreignTagged(v) {
+		d.add(line, subject, "%stag %s: %s", at(what), v.ShortTag(), plainYAML())
+		return true
 	}
-	d.add(line, subject, "%stag %s: %s", at(what), v.ShortTag(), plainYAML())
-	return true
+	if not := mistagged(v); not != "" {
+		d.add(line, subject, "%stag %s: %s, which the tag says it is; leave the tag out", at(what), v.ShortTag(), not)
+		return true
+	}
+	return false
 }
+
+// mistagged says what n, given a core tag, is instead of what its tag says; "" when it is
+// what its tag says, or has no tag.
+func mistagged(n *yaml.Node) string {
+	if n.Style&yaml.TaggedStyle == 0 {
+		return ""
+	}
+	kind := map[string]yaml.Kind{"!!seq": yaml.SequenceNode, "!!map": yaml.MappingNode}[n.ShortTag()]
+	if kind == 0 {
+		kind = yaml.ScalarNode
+	}
+	switch {
+	case n.Kind != kind:
+		return "the value is " + kindName(n) + ", not " + kindName(&yaml.Node{Kind: kind})
+	case n.Kind == yaml.ScalarNode && n.ShortTag() != "!!str":
+		var v any
+		if n.Decode(&v) != nil {
+			return fmt.Sprintf("YAML does not read %q as %s", n.Value, tagNames[n.ShortTag()])
+		}
+	}
+	return ""
+}
+
+// tagNames word the core tags of a single value.
+var tagNames = map[string]string{"!!int": "an integer", "!!float": "a number", "!!bool": "true or false", "!!null": "empty (null, ~ or nothing)"}
 
 // plainYAML says why a foreign tag is refused, wherever it stands.
 func plainYAML() string {
@@ -286,25 +317,25 @@ func foreignTagged(n *yaml.Node) bool {
 	return n.Style&yaml.TaggedStyle != 0 && !slices.Contains(coreTags, n.ShortTag())
 }
 
-// collectionTags reports, as foreignTag, the tags of what scalar and list do not read as
+// collectionTags reports, as badTag, the tags of what scalar and list do not read as
 // a value: a list, a mapping, a key (a value is reported where it is read, with the
 // rule or input it is of). Aliases are not followed: what they name is reported where
 // it is written.
 func (d *decoder) collectionTags(n *yaml.Node) {
 	switch n.Kind {
 	case yaml.MappingNode:
-		d.foreignTag(n, n.Line, "", "")
+		d.badTag(n, n.Line, "", "")
 		for i, c := range n.Content {
 			if i%2 == 0 && c.Kind == yaml.ScalarNode {
 				if c.ShortTag() != "!!merge" { // <<, tagged as it is by default
-					d.foreignTag(c, c.Line, "", "")
+					d.badTag(c, c.Line, "", "")
 				}
 				continue
 			}
 			d.collectionTags(c)
 		}
 	case yaml.SequenceNode:
-		d.foreignTag(n, n.Line, "", "")
+		d.badTag(n, n.Line, "", "")
 		for _, c := range n.Content {
 			d.collectionTags(c)
 		}
@@ -327,7 +358,7 @@ func (d *decoder) list(e entry, subject, what string) ([]string, bool) {
 			ok = false
 			continue
 		}
-		if d.foreignTag(it, item.Line, subject, what) {
+		if d.badTag(it, item.Line, subject, what) {
 			ok = false
 			continue
 		}

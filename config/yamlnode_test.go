@@ -251,3 +251,31 @@ func TestAliasedProblemLinesBounded(t *testing.T) {
 		t.Errorf("the load of %d bytes allocated %d MB", len(text), alloc>>20)
 	}
 }
+
+// TestCoreTagsMisused: a core tag says what YAML reads its value as, and the rule file
+// reads the text alone, so a tag the value is not of was passed over: help: !!int abc
+// loaded as abc, and help: !!null Some help loaded with no help, its text lost. Such a
+// tag is refused, naming the line; a tag the value is of loads, as the value does
+// untagged (help: 5 is text, and so is help: !!int 5).
+func TestCoreTagsMisused(t *testing.T) {
+	const leave = `, which the tag says it is; leave the tag out`
+	for _, c := range []struct{ value, want string }{
+		{"help: !!int abc", `t.yaml:4: rule "r": help: tag !!int: YAML does not read "abc" as an integer` + leave},
+		{"help: !!null Some help", `t.yaml:4: rule "r": help: tag !!null: YAML does not read "Some help" as empty (null, ~ or nothing)` + leave},
+		{"help: !!bool yes", `t.yaml:4: rule "r": help: tag !!bool: YAML does not read "yes" as true or false` + leave},
+		{"windows: [1m, !!float 5m]", `t.yaml:4: rule "r": windows: tag !!float: YAML does not read "5m" as a number` + leave},
+		{"help: !!seq x", `t.yaml:4: rule "r": help: tag !!seq: the value is a single value, not a list` + leave},
+		{"labels: !!seq {v: '${v}'}", `t.yaml:4: tag !!seq: the value is a mapping, not a list` + leave},
+		{"!!int help: x", `t.yaml:4: tag !!int: YAML does not read "help" as an integer` + leave},
+		{"help: !!int 5", ""},
+		{"help: !!float 5", ""},
+		{"help: !!str 5", ""},
+		{"help: !!null", ""},
+		{"labels: !!map {v: '${v}'}", ""},
+		{"windows: !!seq [!!str 1m]", ""},
+	} {
+		t.Run(c.value, func(t *testing.T) {
+			checkParseError(t, "rules:\n  - name: r\n    match: '(?P<v>x)'\n    "+c.value+"\n", "t.yaml", c.want)
+		})
+	}
+}

@@ -105,8 +105,8 @@ func TestReloadRefusesWhatIsNoRuleFile(t *testing.T) {
 		put  func() error
 		want string
 	}{
-		{"fifo", func() error { return syscall.Mkfifo(cfgPath, 0o644) }, cfgPath + ": not a regular file (mode p"},
-		{"directory", func() error { return os.Mkdir(cfgPath, 0o755) }, cfgPath + ": not a regular file (mode d"},
+		{"fifo", func() error { return syscall.Mkfifo(cfgPath, 0o644) }, cfgPath + ": not a regular file but a named pipe (FIFO)"},
+		{"directory", func() error { return os.Mkdir(cfgPath, 0o755) }, cfgPath + ": not a regular file but a directory"},
 		{"symlink loop", func() error { return os.Symlink(filepath.Base(cfgPath), cfgPath) }, cfgPath + ": too many levels of symbolic links"},
 		{"latin-1", write("# caf\xe9\n" + string(good)), cfgPath + ":1: not valid YAML: invalid trailing UTF-8 octet: byte 0xe9 at column 6 is not UTF-8"},
 		{"long value", write(string(good) + "    windows: ['" + strings.Repeat("9", 1<<20-100) + "']\n"),

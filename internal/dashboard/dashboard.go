@@ -285,14 +285,10 @@ func by(r *config.Rule) (grouping, legend string) {
 	return groupBy(names...), strings.Join(legends, " ")
 }
 
-// notLabels are the label names (snake_case, as a rule's are) that PromQL's lexer reads
-// as something else: the keyword without and the numbers inf and nan. Every other keyword
-// reads as a label name where one is expected.
-var notLabels = []string{"without", "inf", "nan"}
-
-// groupBy is the by clause of an aggregation over labels, "" for none. A label of
-// notLabels is quoted, as Prometheus 3 reads a label name: unquoted, the query does not
-// parse at all (and Prometheus 2 parses it neither way).
+// groupBy is the by clause of an aggregation over labels, "" for none. A label PromQL
+// reads as a keyword or a number (config.IsPromQLWord) is quoted, as Prometheus 3 reads a
+// label name: unquoted, the query does not parse at all (and Prometheus 2 parses it
+// neither way).
 func groupBy(labels ...string) string {
 	if len(labels) == 0 {
 		return ""
@@ -300,7 +296,7 @@ func groupBy(labels ...string) string {
 	names := make([]string, len(labels))
 	for i, l := range labels {
 		names[i] = l
-		if slices.Contains(notLabels, l) {
+		if config.IsPromQLWord(l) {
 			names[i] = strconv.Quote(l)
 		}
 	}
