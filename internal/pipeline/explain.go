@@ -27,7 +27,8 @@ import (
 // else, when an input reads some of its matches, each match by its own input. When no
 // input reads a file and no rule matched any of its lines, the lines come with an error
 // that says so, as do the files of a glob that could not be read (symlinks out of its
-// root, not followed, among them), each named. Each input's Fit, over all its lines read
+// root, not followed, among them), each named, and so do an input's files given when
+// they are empty: no line was explained. Each input's Fit, over all its lines read
 // as Replay reads them, goes to opts.Summary.
 func Explain(cfg *config.Config, file string, maxLines int, opts Options, emit func(explain.Line) error) error {
 	opts.setDefaults()
@@ -158,7 +159,7 @@ func Explain(cfg *config.Config, file string, maxLines int, opts Options, emit f
 	if _, err := replayFiles("explain", gen.parser, read, opts, &newestTime{}, fs); err != nil {
 		return err
 	}
-	return errors.Join(fs.write(opts.Summary), unreadErr("explain", read, counts), noInputErrs(cfg, "explain", read, counts))
+	return errors.Join(fs.write(opts.Summary), fs.readNothing("explain"), unreadErr("explain", read, counts), noInputErrs(cfg, "explain", read, counts))
 }
 
 // firstLines is a sink that passes on the events and drops of the lines parsed while
