@@ -56,11 +56,25 @@ func main() {
 }
 
 // run is main without the process exit, so flags and exit codes are testable.
-func run(args []string, stdout, stderr io.Writer) int {
+func run(args []string, stdout, stderr io.Writer) (code int) {
 	stderr = terminalText{stderr}
+	// What a one-shot prints is its result: lost (a full disk, a closed pipe), the exit
+	// code says so, whichever printed it and however it checked its writes.
+	out := &stickyWriter{w: stdout}
+	stdout = out
+	defer func() {
+		if out.err != nil && code == 0 {
+			fmt.Fprintf(stderr, "%s: writing the output: %v\n", exporterName, out.err)
+			code = 1
+		}
+	}()
 	app := kingpin.New(exporterName, "Prometheus exporter of sliding-window sums and rates over log lines matched by YAML rules.")
-	app.UsageWriter(stderr)
+	// --help and --version print what was asked for, to stdout, and end the run here
+	// rather than exit the process, so that a failed write of it is seen.
+	app.UsageWriter(errorsKept{out})
 	app.ErrorWriter(stderr)
+	terminated, exit := false, 0
+	app.Terminate(func(code int) { terminated, exit = true, code })
 	var (
 		configFile    = app.Flag("config.file", "Rule file (YAML). Default: "+strings.Join(defaultConfigFiles, ", else ")+", in the working directory.").PlaceHolder("FILE").String()
 		configCheck   = app.Flag("config.check", "Validate the rule file, and the web config and listen addresses given, as the start does; print every error, and exit (0 valid, 1 invalid).").Bool()
@@ -98,7 +112,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	promslogflag.AddFlags(app, logConfig)
 	app.Version(version.Print(exporterName))
 	app.HelpFlag.Short('h')
-	if _, err := app.Parse(args); err != nil {
+	_, err := app.Parse(args)
+	if terminated || out.err != nil { // help or version text, its failed write told above
+		return exit
+	}
+	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", exporterName, flagError(app, args, err))
 		return 2
 	}
@@ -450,3 +468,28 @@ func flagError(app *kingpin.Application, args []string, err error) error {
 // loadConfig loads the rule file at the start: config.Load, which a test replaces to act
 // while the file loads.
 var loadConfig = config.Load
+
+// stickyWriter writes to w until a write fails, and keeps that first error.
+type stickyWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (s *stickyWriter) Write(p []byte) (int, error) {
+	if s.err != nil {
+		return 0, s.err
+	}
+	n, err := s.w.Write(p)
+	s.err = err
+	return n, err
+}
+
+// errorsKept hands kingpin the writes of its help and version text: it panics on an error
+// of its help's template, so each write succeeds for it, its error kept by the
+// stickyWriter alone.
+type errorsKept struct{ s *stickyWriter }
+
+func (e errorsKept) Write(p []byte) (int, error) {
+	_, _ = e.s.Write(p)
+	return len(p), nil
+}

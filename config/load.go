@@ -51,17 +51,18 @@ func Load(path string) (*Config, error) {
 	return Parse(data, path)
 }
 
-// LoadAgain is Load for a reload, which reads the file again: a pipe is refused, which
-// holds nothing more to read, or waits for its writer while the reload holds the running
-// configuration. It says too which bytes it read: a file saved again while a watch of it
-// and the reload each read it is known by what the reload parsed, not by the watch's read.
-func LoadAgain(path string) (*Config, Read, error) {
+// ReadAgain is the read of the rule file for a reload, which Parse then checks: a pipe is
+// refused, which holds nothing more to read, or waits for its writer while the reload
+// holds the running configuration. It says too which bytes it read, before they are
+// parsed: a file saved again while a watch of it and the reload each read it is known by
+// what the reload parsed, not by the watch's read, and a content whose parse panicked (a
+// bug) is known too, and not tried again until it changes.
+func ReadAgain(path string) ([]byte, Read, error) {
 	data, err := readFile(path, false)
 	if err != nil {
 		return nil, Read{}, fmt.Errorf("reading config: %w", err)
 	}
-	cfg, err := Parse(data, path)
-	return cfg, Read{Sum: sha256.Sum256(data), OK: true}, err
+	return data, Read{Sum: sha256.Sum256(data), OK: true}, nil
 }
 
 // Read is what one read of the rule file found.
@@ -79,7 +80,7 @@ type Read struct {
 // refused; one of 1 MiB takes a sixteenth of that.
 const MaxFileBytes = 1 << 20
 
-// ReadFile reads the rule file at path, as LoadAgain and the watch of the file do: a
+// ReadFile reads the rule file at path, as ReadAgain and the watch of the file do: a
 // regular file of at most MaxFileBytes. A path to something else is refused at once, where
 // reading it would wait for a writer (a FIFO) or read on until memory runs out (/dev/zero).
 func ReadFile(path string) ([]byte, error) {

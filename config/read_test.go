@@ -59,8 +59,11 @@ func TestLoadRefusesWhatIsNoRuleFile(t *testing.T) {
 	}
 	// What a reload read is the pipeline's and the watch's business, not this test's.
 	loadAgain := func(path string) (*Config, error) {
-		cfg, _, err := LoadAgain(path)
-		return cfg, err
+		data, _, err := ReadAgain(path)
+		if err != nil {
+			return nil, err
+		}
+		return Parse(data, path)
 	}
 	tests := []struct {
 		path, want string
@@ -146,9 +149,9 @@ func TestLoadReadsAPipe(t *testing.T) {
 			t.Errorf("a pipe past MaxFileBytes: %v", err)
 		}
 	})
-	t.Run("LoadAgain", func(t *testing.T) {
+	t.Run("ReadAgain", func(t *testing.T) {
 		path := pipe(t, rules)
-		if _, _, err := LoadAgain(path); err == nil || err.Error() != "reading config: "+path+": not a regular file but a named pipe (FIFO); give the path of the rule file" {
+		if _, _, err := ReadAgain(path); err == nil || err.Error() != "reading config: "+path+": not a regular file but a named pipe (FIFO); give the path of the rule file" {
 			t.Errorf("a reload of a pipe: %v", err)
 		}
 	})

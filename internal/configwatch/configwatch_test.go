@@ -117,7 +117,7 @@ func startRun(t *testing.T, path string, run func(*Watcher, context.Context, Opt
 				if err != nil {
 					b = []byte("read error: " + err.Error())
 				}
-				_, read, _ := config.LoadAgain(path)
+				_, read, _ := config.ReadAgain(path)
 				h.reloads <- string(b)
 				return read
 			},

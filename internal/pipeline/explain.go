@@ -14,11 +14,12 @@ import (
 // Explain explains the first maxLines lines of file (the messages of a wrapper: cri
 // input, of its streams) as a replay of them would count them, handing each line's
 // explanation to emit as it is made, so that what is held does not grow with the
-// explanations (a line's may be a hundred times the line); it stops explaining at emit's
+// explanations (a line's may be a hundred times the line), nor with maxLines: the lines
+// are not kept, but read again for each pass over them; it stops explaining at emit's
 // first error, which it returns. The lines are explained in order, each line's events going into the series store before
 // the next line is explained, so budgets and overflow are those the lines themselves
 // bring about. Like Replay it happens at one instant: the newest line's own time not ahead
-// of the clock when a rule has a timestamp, else the clock's now. The file is read to its end, lines beyond
+// of the clock when a rule has a timestamp, else the clock's now (a pass of its own). The file is read to its end, lines beyond
 // maxLines unexamined but for those that settle the format of lines held before the cut
 // (parser.MaxHeld at most): a line is explained by the format its file's lines after it
 // have chosen for it, as a replay counts it, not by the choice of the moment of the cut.
@@ -27,7 +28,8 @@ import (
 // else, when an input reads some of its matches, each match by its own input. When no
 // input reads a file and no rule matched any of its lines, the lines come with an error
 // that says so, as do the files of a glob that could not be read (symlinks out of its
-// root, not followed, among them), each named. Each input's Fit, over all its lines read
+// root, not followed, among them), each named, and so do an input's files given when
+// they are empty: no line was explained. Each input's Fit, over all its lines read
 // as Replay reads them, goes to opts.Summary.
 func Explain(cfg *config.Config, file string, maxLines int, opts Options, emit func(explain.Line) error) error {
 	opts.setDefaults()
@@ -35,36 +37,21 @@ func Explain(cfg *config.Config, file string, maxLines int, opts Options, emit f
 	if err != nil {
 		return err
 	}
-	// A message is kept with the file it is of (an index into read), the number of its
-	// (last) line, its wrapper's time, and the path and captures of its own that its
-	// captures are worked out from (path_captures, a CRI line's stream).
-	type message struct {
-		file, n           int
-		text, wrapperTime []byte
-		path              string
-		lv                lineValues
-	}
-	var msgs []message
 	// A glob that no input reads as written but whose matches one does (a node's pod logs
 	// by a shorter glob, a log's rotated files) is its matches, each read as its input
 	// reads it, as --replay reads them; one that no input's matches are of is explained as
 	// one file, its lines numbered in its files.
 	read := inputsOf(cfg, []string{file}, opts.Logger)
 	counts := make([]fileCount, len(read))
-	joiners := logJoiners{}
-	for i, f := range read {
-		got, err := readMessages(f, opts.quiet(), nil, joiners.of(f.input, opts), keptFor(read, i), func(path string, n int, msg, wrapperTime []byte, lv lineValues) {
-			if len(msgs)-parser.MaxHeld < maxLines { // maxLines+MaxHeld may overflow
-				for i := range lv {
-					lv[i] = slices.Clone(lv[i])
-				}
-				msgs = append(msgs, message{i, n, slices.Clone(msg), slices.Clone(wrapperTime), path, lv})
-			}
-		})
-		if err != nil {
-			return &fileError{"explain", f.file, err}
-		}
-		counts[i].unread = got.unread
+	// A message is kept, while its parse holds it, with the file it is of (an index into
+	// read), the number of its (last) line, its wrapper's time, and the path and captures
+	// of its own that its captures are worked out from (path_captures, a CRI line's
+	// stream).
+	type message struct {
+		file, n           int
+		text, wrapperTime []byte
+		path              string
+		lv                lineValues
 	}
 	// Each line is read as its input reads it, by its own formats (inputs without a name
 	// share theirs, which does not say which of their formats is the file's) and by the
@@ -72,18 +59,22 @@ func Explain(cfg *config.Config, file string, maxLines int, opts Options, emit f
 	// of the first maxLines messages, in order, as it is parsed (a line held while the
 	// format is chosen, by a later one), and sink of their events alone. The messages
 	// after them are parsed only until the first maxLines are. A line has the captures its
-	// input gives it besides its own, as a replay's.
-	parse := func(ps *parser.Session, sink parser.Sink, parsed func(m message)) {
+	// input gives it besides its own, as a replay's. The files are read again at each
+	// parse, not kept: only the messages the parse holds are (parser.MaxHeld at most), so
+	// that what is held does not grow with --explain.lines.
+	parse := func(ps *parser.Session, sink parser.Sink, parsed func(m message)) error {
 		var (
-			at    = -1 // the file of last in read
-			last  string
-			paths *pathValues
+			at      = -1 // the file of last in read
+			last    string
+			paths   *pathValues
+			pending []message // fed to the parse, not yet done
 		)
-		n := 0
+		n, fed := 0, 0
 		done := func(bool, bool) {
 			if n < maxLines {
-				parsed(msgs[n])
+				parsed(pending[0])
 			}
+			pending = pending[1:]
 			n++
 		}
 		sink = firstLines{sink, &n, maxLines}
@@ -98,33 +89,48 @@ func Explain(cfg *config.Config, file string, maxLines int, opts Options, emit f
 			}
 			ps.CloseFile(last, read[at].input.Name, sink, done)
 		}
-		for _, m := range msgs {
-			if n >= maxLines {
-				break
+		joiners := logJoiners{}
+		for i, f := range read {
+			got, err := readMessages(f, opts.quiet(), nil, joiners.of(f.input, opts), keptFor(read, i), func(path string, ln int, msg, wrapperTime []byte, lv lineValues) {
+				if n >= maxLines || fed-parser.MaxHeld >= maxLines { // maxLines+MaxHeld may overflow
+					return
+				}
+				fed++
+				for k := range lv {
+					lv[k] = slices.Clone(lv[k])
+				}
+				m := message{i, ln, slices.Clone(msg), slices.Clone(wrapperTime), path, lv}
+				if m.file != at || m.path != last {
+					closeLast()
+					last = m.path
+				}
+				if m.file != at {
+					at = m.file
+					ps.SetPath(nil) // none of the previous file's
+					ps.SetFormats(f.input.LogFormats, parser.NewFiles())
+					ps.SetFormat(f.input.Name, f.input.LogFormat)
+					paths = newPathValues(f.input, gen.parser, opts.Now)
+				}
+				if paths != nil {
+					paths.setLine(ps, f.pathOf(m.path), m.lv)
+				}
+				pending = append(pending, m)
+				ps.ParseFile(m.path, f.input.Name, m.text, m.wrapperTime, sink, done)
+			})
+			if err != nil {
+				return &fileError{"explain", f.file, err}
 			}
-			if m.file != at || m.path != last {
-				closeLast()
-				last = m.path
-			}
-			f := read[m.file]
-			if m.file != at {
-				at = m.file
-				ps.SetPath(nil) // none of the previous file's
-				ps.SetFormats(f.input.LogFormats, parser.NewFiles())
-				ps.SetFormat(f.input.Name, f.input.LogFormat)
-				paths = newPathValues(f.input, gen.parser, opts.Now)
-			}
-			if paths != nil {
-				paths.setLine(ps, f.pathOf(m.path), m.lv)
-			}
-			ps.ParseFile(m.path, f.input.Name, m.text, m.wrapperTime, sink, done)
+			counts[i].unread = got.unread
 		}
 		closeLast()
+		return nil
 	}
 	now := newClock(opts.Now, nil, nil).second()
 	if hasEventTime(cfg) {
 		newest := &newestTime{until: now}
-		parse(gen.parser.NewSession(), newest, func(message) {})
+		if err := parse(gen.parser.NewSession(), newest, func(message) {}); err != nil {
+			return err
+		}
 		if newest.seen {
 			now = newest.time
 		}
@@ -136,7 +142,7 @@ func Explain(cfg *config.Config, file string, maxLines int, opts Options, emit f
 	var emitErr error
 	// A line is explained as its parse read it (Session.ExplainWrapped), its events fed
 	// to sink before the next line's parse; the parse's own go nowhere.
-	parse(ps, &newestTime{}, func(m message) {
+	err = parse(ps, &newestTime{}, func(m message) {
 		if emitErr != nil {
 			return
 		}
@@ -154,11 +160,14 @@ func Explain(cfg *config.Config, file string, maxLines int, opts Options, emit f
 	if emitErr != nil {
 		return emitErr
 	}
+	if err != nil {
+		return err
+	}
 	fs := newFits(gen)
 	if _, err := replayFiles("explain", gen.parser, read, opts, &newestTime{}, fs); err != nil {
 		return err
 	}
-	return errors.Join(fs.write(opts.Summary), unreadErr("explain", read, counts), noInputErrs(cfg, "explain", read, counts))
+	return errors.Join(fs.write(opts.Summary), fs.readNothing("explain"), unreadErr("explain", read, counts), noInputErrs(cfg, "explain", read, counts))
 }
 
 // firstLines is a sink that passes on the events and drops of the lines parsed while

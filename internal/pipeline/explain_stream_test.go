@@ -15,8 +15,9 @@ import (
 
 // --explain hands each line's explanation on as it is made: one is many times its line
 // (every rule's captures), and explanations gathered before the first was written held
-// gigabytes for a million lines. What is live when the first is handed on grows with the
-// lines as their text does, not as their explanations.
+// gigabytes for a million lines. Nor are the lines kept for the passes over them: read
+// again at each, they held 760 MB for a million nginx lines, three times the file. What
+// is live when the first is handed on does not grow with the lines.
 func TestExplainStreams(t *testing.T) {
 	const line = `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET /index.html HTTP/1.1" 200 512 "https://example.com/" "Mozilla/5.0 (X11; Linux x86_64)"`
 	dir := t.TempDir()
@@ -58,7 +59,9 @@ func TestExplainStreams(t *testing.T) {
 	}
 	perLine := (int64(heldMany) - int64(heldFew)) / (many - few)
 	t.Logf("%d bytes held per line", perLine)
-	if limit := int64(8 * len(line)); perLine > limit {
-		t.Errorf("%d bytes held per line when the first is handed on, want at most %d (8 times the line)", perLine, limit)
+	// The bound leaves room for the heap's noise between two runs; a line kept is more
+	// than the line.
+	if limit := int64(len(line) / 4); perLine > limit {
+		t.Errorf("%d bytes held per line when the first is handed on, want at most %d (a quarter of the line)", perLine, limit)
 	}
 }

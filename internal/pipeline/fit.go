@@ -349,12 +349,12 @@ func (fs *fits) write(w io.Writer) error {
 func (fs *fits) misfits(mode string) error {
 	var errs []error
 	for _, f := range fs.all {
+		if err := f.readNothing(mode); err != nil {
+			errs = append(errs, err)
+			continue
+		}
 		switch {
 		case f.Input == "" || f.Fitting > 0 || f.idle():
-		case f.read > 0 && f.Lines+f.Skipped+f.TooLong+f.Malformed+f.Unfinished == 0:
-			// An empty file checks nothing: zeros and a success would pass for rules that
-			// fit the log.
-			errs = append(errs, fmt.Errorf("%s: input %s read no line: the files given are empty", mode, f.Input))
 		case f.Lines > f.Unread:
 			errs = append(errs, fmt.Errorf("%s: input %s read %d %s and none is of its format (first: %s)", mode, f.Input, f.Lines, plural(f.Lines, "line", "lines"), f.Stopped))
 		case f.Unread > 0:
@@ -362,6 +362,27 @@ func (fs *fits) misfits(mode string) error {
 		case f.TooLong+f.Malformed > 0:
 			errs = append(errs, fmt.Errorf("%s: input %s read %d %s and could read none: %d longer than --input.max-line-bytes, %d %s", mode, f.Input, f.TooLong+f.Malformed, plural(f.TooLong+f.Malformed, "line", "lines"), f.TooLong, f.Malformed, plural(f.Malformed, "not a CRI line", "not CRI lines")))
 		}
+	}
+	return errors.Join(errs...)
+}
+
+// readNothing fails a one-shot in which an input was given files and read no line of
+// them, the files empty: it checked nothing, and zeros and a success would pass for rules
+// that fit the log. A file no input reads is fileInput.unread's to judge.
+func (f Fit) readNothing(mode string) error {
+	if f.Input == "" || f.read == 0 || f.Lines+f.Skipped+f.TooLong+f.Malformed+f.Unfinished > 0 {
+		return nil
+	}
+	return fmt.Errorf("%s: input %s read no line: the files given are empty", mode, f.Input)
+}
+
+// readNothing fails a one-shot in which an input read no line of the files given it
+// (Fit.readNothing), for the one-shots that do not fail on misfits: --explain, whose
+// lines show why they do not fit.
+func (fs *fits) readNothing(mode string) error {
+	var errs []error
+	for _, f := range fs.all {
+		errs = append(errs, f.readNothing(mode))
 	}
 	return errors.Join(errs...)
 }

@@ -9,11 +9,13 @@ import (
 	"time"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/internal/explain"
 )
 
-// An input whose files given to --replay or --sample are empty read no line: the check
-// checked nothing, and the replay's zeros say nothing of the rules, so both fail, naming
-// the input, where they said OK with exit 0.
+// An input whose files given to --replay, --sample or --explain are empty read no line:
+// the check checked nothing, the replay's zeros say nothing of the rules, and the
+// explanation is of no line, so each fails, naming the input, where they said OK with
+// exit 0.
 func TestOneShotsFailOnEmptyFiles(t *testing.T) {
 	const good = `10.0.0.1 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "curl/8.5.0"` + "\n"
 	for _, tc := range []struct {
@@ -40,6 +42,9 @@ func TestOneShotsFailOnEmptyFiles(t *testing.T) {
 			for mode, run := range map[string]func(Options) error{
 				"replay": func(o Options) error { return Replay(cfg, []string{glob}, o, &bytes.Buffer{}) },
 				"sample": func(o Options) error { return Sample(cfg, []string{glob}, o) },
+				"explain": func(o Options) error {
+					return Explain(cfg, glob, 100, o, func(explain.Line) error { return nil })
+				},
 			} {
 				err := run(Options{Now: time.Now, Summary: &bytes.Buffer{}})
 				if tc.err == "" && err != nil || tc.err != "" && (err == nil || err.Error() != mode+": "+tc.err) {

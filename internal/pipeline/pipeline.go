@@ -144,9 +144,9 @@ type Pipeline struct {
 	// reloading serialises reloads, their reading of the file included; it is taken
 	// before mu.
 	reloading sync.Mutex
-	// loadAgain reads and checks the rule file for ReloadFile (config.LoadAgain), under
-	// reloading and not under mu; a test holds a reload in it to see what waits on it.
-	loadAgain func(path string) (*config.Config, config.Read, error)
+	// parseAgain checks the rule file ReloadFile read (config.Parse), under reloading and
+	// not under mu; a test holds a reload in it to see what waits on it.
+	parseAgain func(data []byte, path string) (*config.Config, error)
 	// buildAgain builds a reload's generation (newGeneration), under reloading and not
 	// under mu; a test holds a reload in it to see what waits on it.
 	buildAgain func(cfg *config.Config, prev *generation, opts Options) (*generation, error)
@@ -230,7 +230,7 @@ func Start(cfg *config.Config, opts Options) (*Pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Pipeline{opts: opts, clock: newClock(opts.Now, opts.wall, opts.Logger), loadAgain: config.LoadAgain, buildAgain: newGeneration, startWarnings: StartWarnings, inputs: map[string]*stream{}, restored: math.MaxInt64, begun: begun}
+	p := &Pipeline{opts: opts, clock: newClock(opts.Now, opts.wall, opts.Logger), parseAgain: config.Parse, buildAgain: newGeneration, startWarnings: StartWarnings, inputs: map[string]*stream{}, restored: math.MaxInt64, begun: begun}
 	if opts.StoragePath != "" {
 		p.storage = &persister{dir: opts.StoragePath, interval: cmp.Or(opts.SnapshotInterval, DefaultSnapshotInterval), writeFile: storage.Write, encodeAhead: (*store.Set).EncodeAhead}
 		p.storage.stats.Enabled = true
@@ -351,10 +351,17 @@ func (p *Pipeline) apply(cfg *config.Config, err error) error {
 }
 
 // load reads and checks the rule file in use again, a panic doing so (a bug) made a
-// *ReloadPanic error.
+// *ReloadPanic error. The read is told of a content that panicked too: the watch of the
+// file then tries it once, not at each of its polls.
 func (p *Pipeline) load() (cfg *config.Config, read config.Read, err error) {
 	defer recoverReload(&err)
-	return p.loadAgain(p.gen.Load().cfg.File)
+	path := p.gen.Load().cfg.File
+	data, read, err := config.ReadAgain(path)
+	if err != nil {
+		return nil, read, err
+	}
+	cfg, err = p.parseAgain(data, path)
+	return cfg, read, err
 }
 
 // build builds the generation of cfg and words what the reload warns of it

@@ -35,10 +35,10 @@ func TestReloadLoadsWithoutTheLock(t *testing.T) {
 	loading, loaded := make(chan struct{}), make(chan struct{})
 	release := sync.OnceFunc(func() { close(loaded) })
 	t.Cleanup(release) // before the pipeline stops, had the test failed with the load held
-	p.loadAgain = func(path string) (*config.Config, config.Read, error) {
+	p.parseAgain = func(data []byte, path string) (*config.Config, error) {
 		close(loading)
 		<-loaded
-		return config.LoadAgain(path)
+		return config.Parse(data, path)
 	}
 	reloaded := make(chan error, 1)
 	go func() { reloaded <- p.ReloadFile() }()
@@ -161,13 +161,13 @@ func TestReloadsApplyInOrder(t *testing.T) {
 	release := sync.OnceFunc(func() { close(loaded) })
 	t.Cleanup(release)
 	var loads atomic.Int32
-	p.loadAgain = func(path string) (*config.Config, config.Read, error) {
-		cfg, r, err := config.LoadAgain(path)
+	p.parseAgain = func(data []byte, path string) (*config.Config, error) {
+		cfg, err := config.Parse(data, path)
 		if loads.Add(1) == 1 {
 			close(read)
 			<-loaded
 		}
-		return cfg, r, err
+		return cfg, err
 	}
 	first := make(chan error, 1)
 	go func() { first <- p.ReloadFile() }()

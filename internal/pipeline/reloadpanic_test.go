@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -24,29 +25,33 @@ import (
 // *ReloadPanic saying with what it panicked, the reload outcome self-metric and the
 // status page (ReloadError) say it failed, and the previous rules keep running. The panic
 // went up through ReloadFile: it ended the process when SIGHUP or the rule file's watch
-// asked for the reload, and the reloads sharing it were told it succeeded.
+// asked for the reload, and the reloads sharing it were told it succeeded. The content
+// that panicked is the one LastRead tells of, so that the watch of the file tries it
+// once: a panic in the load told of no content read, and the watch reloaded the same
+// file at each of its polls, each a failure logged and counted.
 func TestReloadPanicRefused(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		load func(path string) (*config.Config, config.Read, error)
+		name  string
+		parse func(data []byte, path string) (*config.Config, error)
 	}{
-		{"in the load", func(string) (*config.Config, config.Read, error) { panic("a bug in the load") }},
-		{"in the build", func(path string) (*config.Config, config.Read, error) {
-			cfg, r, err := config.LoadAgain(path)
+		{"in the load", func([]byte, string) (*config.Config, error) { panic("a bug in the load") }},
+		{"in the build", func(data []byte, path string) (*config.Config, error) {
+			cfg, err := config.Parse(data, path)
 			if err != nil {
-				return nil, r, err
+				return nil, err
 			}
 			// A candidate format of nil, as no load leaves it: the parser's build panics.
 			cfg.Rules[1].Candidates, cfg.Rules[1].Variants = []*logformat.Format{nil}, []*config.Rule{nil}
-			return cfg, r, nil
+			return cfg, nil
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "rules.yaml")
 			writeRules(t, path, "rules:\n  - {name: r, match: x}\n")
 			p := startRuleFile(t, path)
-			writeRules(t, path, "rules:\n  - {name: r, match: x}\n  - {name: other, match: y}\n")
-			p.loadAgain = tc.load
+			const panicking = "rules:\n  - {name: r, match: x}\n  - {name: other, match: y}\n"
+			writeRules(t, path, panicking)
+			p.parseAgain = tc.parse
 
 			err := p.ReloadFile()
 			var panicked *ReloadPanic
@@ -62,8 +67,11 @@ func TestReloadPanicRefused(t *testing.T) {
 			if rules := p.Config().Rules; len(rules) != 1 || rules[0].Name != "r" {
 				t.Errorf("the panicked reload changed the rules: %d of them", len(rules))
 			}
+			if read := p.LastRead(); !read.OK || read.Sum != sha256.Sum256([]byte(panicking)) {
+				t.Errorf("LastRead: %+v; want the sum of the content that panicked", read)
+			}
 			// The locks were let go: the next reload runs, and applies.
-			p.loadAgain = config.LoadAgain
+			p.parseAgain = config.Parse
 			if err := p.ReloadFile(); err != nil {
 				t.Fatalf("the next reload: %v", err)
 			}

@@ -94,8 +94,8 @@ type Options struct {
 	// received, when set (tests), is called by a socket's reading goroutine once it
 	// counted a datagram received, before the datagram is queued or dropped.
 	received func()
-	// stopping, when set (tests), is called by Stop once it told the socket's reader to
-	// stop, before it waits for it.
+	// stopping, when set (tests), is called once a socket's reader was told to stop (by
+	// Stop, or as the socket is bound again: retire), before it is waited for.
 	stopping func()
 }
 
@@ -109,9 +109,11 @@ const batchDatagrams = 256
 // Listener is one bound syslog socket.
 type Listener struct {
 	opts Options
-	// conn and unixID are replaced when a unix socket is bound again, by the check
-	// goroutine, which Stop waits for before it reads them.
-	conn net.PacketConn
+	// conn, reading and unixID are replaced when a unix socket is bound again, by the
+	// check goroutine, which Stop waits for before it reads them. reading is closed once
+	// conn's reader returned.
+	conn    net.PacketConn
+	reading chan struct{}
 	// udp is the UDP socket, never bound again, whose drops a look at the counters reads
 	// from the kernel (Arrivals); nil for a unix socket, which drops nothing.
 	udp *net.UDPConn
@@ -129,8 +131,7 @@ type Listener struct {
 	lost     bool
 	queue    chan []byte
 	free     chan []byte
-	queued   atomic.Int64 // bytes in queue
-	readers  sync.WaitGroup
+	queued   atomic.Int64   // bytes in queue
 	wg       sync.WaitGroup // deliver
 	checking sync.WaitGroup
 	stop     chan struct{}
@@ -188,7 +189,7 @@ func Listen(opts Options, h input.Handler) (*Listener, error) {
 	return l, nil
 }
 
-// startReading starts draining c into the queue.
+// startReading starts draining c into the queue, as the socket read from now on.
 func (l *Listener) startReading(c net.PacketConn) {
 	// A unix datagram socket drops nothing (its sender fails instead), and its reads take
 	// no control messages (readMsgOf): only UDP's drops are counted.
@@ -197,8 +198,8 @@ func (l *Listener) startReading(c net.PacketConn) {
 			l.opts.Logger.Warn("the kernel will not report dropped datagrams", "err", err)
 		}
 	}
-	l.readers.Add(1)
-	go l.read(c)
+	l.reading = make(chan struct{})
+	go l.read(c, l.reading)
 }
 
 func (l *Listener) listenUDP(addr string) error {
@@ -264,11 +265,14 @@ func (l *Listener) checkSocket() {
 		l.opts.Logger.Info("the syslog socket is bound again", "path", l.unixPath)
 	}
 	l.lost = false
+	// What the old socket's receive buffer holds is handed on before it is closed, as
+	// Stop hands on the last socket's. Senders still connected to it get an error once it
+	// is closed and connect again, by the path; the datagram of that error is lost on
+	// their side.
+	old, oldReading := l.conn, l.reading
 	l.startReading(c)
-	// Senders still connected to the old socket get an error and connect again, by the
-	// path; the datagram of that error is lost on their side.
-	l.conn.Close()
 	l.conn, l.unixID = c, id
+	l.retire(old, oldReading)
 }
 
 type fileID struct{ dev, ino uint64 }
@@ -285,17 +289,18 @@ func statID(path string) (fileID, error) {
 	return fileID{dev: uint64(st.Dev), ino: st.Ino}, nil
 }
 
-// read drains c into the queue until c is closed.
-func (l *Listener) read(c net.PacketConn) {
-	defer l.readers.Done()
+// read drains c into the queue until c is closed or past its read deadline (retire),
+// then closes done.
+func (l *Listener) read(c net.PacketConn, done chan<- struct{}) {
+	defer close(done)
 	readMsg := readMsgOf(c)
 	buf := make([]byte, l.readBytes)
 	oob := make([]byte, 64)
 	for {
 		n, oobn, flags, err := readMsg(buf, oob)
 		if err != nil {
-			// Closed: a socket bound again in its place; past its deadline: Stop, which
-			// reads what the socket still holds itself (drainSocket).
+			// Past its deadline: retire, which reads what the socket still holds itself
+			// (drainSocket); closed: by Stop when the deadline could not be set.
 			if errors.Is(err, net.ErrClosed) || errors.Is(err, os.ErrDeadlineExceeded) {
 				return
 			}
@@ -315,8 +320,8 @@ func (l *Listener) read(c net.PacketConn) {
 
 // take counts the datagram of n bytes read into buf (with the read's flags) received and
 // queues it for the handler, or drops it: too long, blank, or past the queue's bounds.
-// With wait, a full queue is waited on rather than dropped from: Stop's drainSocket,
-// whose datagrams the handler's goroutine hands on as Stop waits for it.
+// With wait, a full queue is waited on rather than dropped from: the drainSocket of a
+// socket retired, whose datagrams the handler's goroutine, still running, hands on.
 func (l *Listener) take(buf []byte, n, flags int, wait bool) {
 	l.received.Add(1)
 	if l.opts.received != nil {
@@ -352,11 +357,30 @@ func (l *Listener) take(buf []byte, n, flags int, wait bool) {
 	}
 }
 
+// retire stops reading c, whose reader closes reading as it returns, hands on what c's
+// receive buffer still holds (drainSocket), and closes it: the socket of Stop, or one
+// bound again in its place (checkSocket), whose datagrams sent before were otherwise
+// thrown away with it, unseen by any counter.
+func (l *Listener) retire(c net.PacketConn, reading <-chan struct{}) {
+	// A deadline, not the close, stops the reader: the close would throw away what the
+	// kernel still holds for the socket.
+	if err := c.SetReadDeadline(time.Now()); err != nil {
+		c.Close()
+	}
+	if l.opts.stopping != nil {
+		l.opts.stopping()
+	}
+	<-reading
+	l.drainSocket(c)
+	c.Close()
+}
+
 // drainSocket takes the datagrams c's receive buffer still holds once its reader
-// stopped, at most as many as the queue holds, so that those sent before Stop are handed
-// on as the queue's are, rather than lost with the socket unseen by any counter (a
-// follower stops without losing what its files hold: its positions keep it). Those sent
-// past the bound, or once it is reached, are lost as those sent to a closed socket are.
+// stopped, at most as many as the queue holds, so that those sent before Stop (or before
+// the socket was bound again) are handed on as the queue's are, rather than lost with the
+// socket unseen by any counter (a follower stops without losing what its files hold: its
+// positions keep it). Those sent past the bound, or once it is reached, are lost as those
+// sent to a closed socket are.
 // It reads without waiting, and without a control buffer, as the reader of a unix socket
 // does (readMsgOf); a UDP socket's drops meanwhile are read from the kernel (Arrivals).
 func (l *Listener) drainSocket(c net.PacketConn) {
@@ -558,17 +582,7 @@ func (l *Listener) Stop() {
 	l.stopOnce.Do(func() {
 		close(l.stop)
 		l.checking.Wait() // no socket is bound again from here on
-		// A deadline, not the close, stops the reader: the close would throw away what
-		// the kernel still holds for the socket.
-		if err := l.conn.SetReadDeadline(time.Now()); err != nil {
-			l.conn.Close()
-		}
-		if l.opts.stopping != nil {
-			l.opts.stopping()
-		}
-		l.readers.Wait()
-		l.drainSocket(l.conn)
-		l.conn.Close()
+		l.retire(l.conn, l.reading)
 		close(l.queue)
 		l.wg.Wait()
 		if l.unixPath == "" {

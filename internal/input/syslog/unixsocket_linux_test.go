@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -450,4 +451,46 @@ func openFilesOf(t *testing.T, path string) int {
 		}
 	}
 	return n
+}
+
+// A socket bound again in place of one whose file was removed or replaced hands on what
+// the old socket's receive buffer still holds, sent by a sender connected to it before
+// the file went, as Stop hands on the last socket's: the old socket was closed with them,
+// lost and counted nowhere.
+func TestSocketBoundAgainDrainsOld(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.sock")
+	held, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	c := newCollector()
+	// The test runs the check itself; the old socket's reader is held on the first
+	// datagram until it was told to stop, so the others wait in the receive buffer.
+	l := listen(t, Options{Network: "unixgram", Addr: path, CheckInterval: time.Hour,
+		received: func() { once.Do(func() { close(held); <-release }) },
+		stopping: sync.OnceFunc(func() { close(release) }),
+	}, c.handle)
+	sender, err := net.DialUnix("unixgram", nil, &net.UnixAddr{Name: path, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sender.Close()
+	sent := []string{"a", "b", "c", "d", "e"}
+	for _, d := range sent {
+		if _, err := sender.Write([]byte(d)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	<-held
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	l.checkSocket()
+	syslogtest.Send(t, "unixgram", path, "f") // to the socket bound again
+	l.Stop()
+	want := append(sent, "f")
+	if got := c.snapshot(); !slices.Equal(got, want) {
+		t.Errorf("handed on: %q, want %q", got, want)
+	}
+	if s := l.Stats(); received(s) != uint64(len(want)) || s.LinesRead != uint64(len(want)) {
+		t.Errorf("%d datagrams received, %d lines, want %d of each", received(s), s.LinesRead, len(want))
+	}
 }
