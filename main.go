@@ -74,7 +74,14 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	app.UsageWriter(errorsKept{out})
 	app.ErrorWriter(stderr)
 	terminated, exit := false, 0
-	app.Terminate(func(code int) { terminated, exit = true, code })
+	// The first of them ends the run, as kingpin's exit did: kingpin goes on parsing, and
+	// the help of a --help after --version would follow the version.
+	app.Terminate(func(code int) {
+		if !terminated {
+			terminated, exit = true, code
+			app.UsageWriter(io.Discard)
+		}
+	})
 	var (
 		configFile    = app.Flag("config.file", "Rule file (YAML). Default: "+strings.Join(defaultConfigFiles, ", else ")+", in the working directory.").PlaceHolder("FILE").String()
 		configCheck   = app.Flag("config.check", "Validate the rule file, and the web config and listen addresses given, as the start does; print every error, and exit (0 valid, 1 invalid).").Bool()

@@ -729,3 +729,32 @@ func TestOneShotFlagsRefused(t *testing.T) {
 		})
 	}
 }
+
+// --help and --version end the run where kingpin exited the process: exit 0, without
+// starting anything, and the first of them asked for alone printed, to stdout, as
+// before they printed to stderr. kingpin, no longer exiting, goes on parsing: a --help
+// after --version printed the help after the version.
+func TestHelpAndVersionEndTheRun(t *testing.T) {
+	for _, tc := range []struct {
+		args  []string
+		want  string // what stdout starts with
+		alone bool   // the version, and nothing after it
+	}{
+		{[]string{"--help"}, "usage: " + exporterName, false},
+		{[]string{"--version"}, exporterName + ", version ", true},
+		{[]string{"--version", "--help"}, exporterName + ", version ", true},
+		{[]string{"--help", "--version"}, exporterName + ", version ", true},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(append([]string{"--config.file=" + filepath.Join(t.TempDir(), "missing.yaml")}, tc.args...), &stdout, &stderr)
+			out := stdout.String()
+			if code != 0 || stderr.Len() != 0 || !strings.HasPrefix(out, tc.want) {
+				t.Fatalf("exit %d, stdout %.80q, stderr %q; want exit 0, stdout %q...", code, out, stderr.String(), tc.want)
+			}
+			if tc.alone && strings.Contains(out, "usage:") {
+				t.Errorf("the help printed after the version:\n%.300s", out)
+			}
+		})
+	}
+}

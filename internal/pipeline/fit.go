@@ -345,7 +345,7 @@ func (fs *fits) write(w io.Writer) error {
 // it read are unread (another application's JSON log, as the running exporter counts
 // them), as a JSON access log whose keys the rules do not name is too; but not when its
 // lines are an nginx image's start-up lines alone (pods that served no request yet, as
-// the running exporter takes them). A file no input reads is fileInput.unread's to judge.
+// the running exporter takes them). A file no input reads is fileInput.noInputErr's to judge.
 func (fs *fits) misfits(mode string) error {
 	var errs []error
 	for _, f := range fs.all {
@@ -368,7 +368,7 @@ func (fs *fits) misfits(mode string) error {
 
 // readNothing fails a one-shot in which an input was given files and read no line of
 // them, the files empty: it checked nothing, and zeros and a success would pass for rules
-// that fit the log. A file no input reads is fileInput.unread's to judge.
+// that fit the log. A file no input reads is fileInput.noInputErr's to judge.
 func (f Fit) readNothing(mode string) error {
 	if f.Input == "" || f.read == 0 || f.Lines+f.Skipped+f.TooLong+f.Malformed+f.Unfinished > 0 {
 		return nil
