@@ -203,3 +203,37 @@ func TestAutoFormatHeldLineKeepsItsCapturesAcrossReload(t *testing.T) {
 		})
 	}
 }
+
+// Lines of an Apache log in the combined format, as mod_log_config writes them: with no
+// escape (which nginx's combined fits as well), with its \" and \xhh, and one of its
+// error log.
+const (
+	apachePlain   = `203.0.113.7 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 612 "-" "curl/8.5.0"`
+	apacheQuoted  = `203.0.113.7 - - [01/Mar/2024:12:00:01 +0000] "GET /caf\xc3\xa9 HTTP/1.1" 404 - "-" "Mozilla/5.0 \"compatible\" bot"`
+	apacheGarbage = `[Fri Mar 01 12:00:03 2024] [error] AH00124: request exceeded the limit`
+)
+
+// apacheRules read an input of auto by nginx's name of the status and by Apache's.
+const apacheRules = `
+inputs: [{name: web, path: 'LOG', log_format: auto}]
+rules:
+  - {name: requests, labels: {status: '${status}'}}
+  - {name: apache_requests, labels: {status: '${s}'}}
+`
+
+// An Apache log under auto whose first lines hold no escape is read as nginx's combined,
+// which they fit as Apache's does; its later lines with Apache's \" are read by
+// apache_combined as they come, none unmatched, and a line held meanwhile is parsed first.
+func TestAutoFormatApacheEscapesCounted(t *testing.T) {
+	p, log := startFile(t, apacheRules)
+	appendTo(t, log, strings.Join([]string{apachePlain, apachePlain, apacheGarbage, apacheQuoted, apachePlain, apacheQuoted}, "\n")+"\n")
+	waitRead(t, p, 6)
+	got := waitTotal(t, p, "the requests", "apache_requests_total", 2)
+	st := p.inputStats()[0]
+	if got[`requests_total{status="200"}`] != 3 || got[`apache_requests_total{status="404"}`] != 2 {
+		t.Errorf(`requests_total{status="200"} %v, apache_requests_total{status="404"} %v; want 3 and 2`, got[`requests_total{status="200"}`], got[`apache_requests_total{status="404"}`])
+	}
+	if st.Unmatched != 1 || !maps.Equal(st.Formats, map[string]int{"combined": 1}) {
+		t.Errorf("%d lines unmatched, files per format %v; want the error log's line, and a combined file", st.Unmatched, st.Formats)
+	}
+}
