@@ -304,7 +304,8 @@ func (s *Session) groups() []group {
 }
 
 // decide chooses the format of file, the Session's last, as the candidate most of its
-// held lines fit, which parses them. When none fits, settle has them parsed all the same,
+// held lines fit (of those they fit alike, one a rule applies to: readFirst), which
+// parses them, and keeps those tied with it (fileFormat.tied). When none fits, settle has them parsed all the same,
 // the file counted under NoFormat (unless they are an nginx image's start-up lines
 // alone): MaxHeld lines in a row fit none, or the file went quiet (Settle).
 func (s *Session) decide(file *fileFormat, input string, sink Sink, done LineDone, settle bool) {
@@ -315,6 +316,7 @@ func (s *Session) decide(file *fileFormat, input string, sink Sink, done LineDon
 		from = file.tried
 	}
 	if k, fits := chooseFits(s.progs, file.held[from:], s.s, &s.tied); k >= 0 {
+		k = s.readFirst(k, input)
 		file.startup, file.fitted = StartupLines{}, fits
 		s.prog = s.progs[k]
 		// A JSON object's program is made of its file's members: it is never tied.
@@ -344,6 +346,24 @@ func (s *Session) decide(file *fileFormat, input string, sink Sink, done LineDon
 		}
 		s.flush(file, input, sink, done)
 	}
+}
+
+// readFirst is the candidate of index k that chooseFits chose for a file of input, or,
+// when no rule applies to its lines (no variant of a rule reading input is of it), the
+// first of those tied with it (Session.tied) that a rule applies to, k then among the
+// tied: an Apache log whose rules read Apache's names is read by apache_combined,
+// though nginx's combined, listed first, fits its lines alike.
+func (s *Session) readFirst(k int, input string) int {
+	if s.progs[k].format.AnyObject() || s.progs[k].reads(input) {
+		return k
+	}
+	for i, t := range s.tied {
+		if !s.progs[t].format.AnyObject() && s.progs[t].reads(input) {
+			s.tied[i] = k
+			return t
+		}
+	}
+	return k
 }
 
 // Settle decides the format of file source, of which no format is chosen and whose held

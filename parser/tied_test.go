@@ -176,3 +176,41 @@ func BenchmarkParseFileTied(b *testing.B) {
 		})
 	}
 }
+
+// Of candidates that an Apache log's plain lines fit alike, the file is read by one that a
+// rule applies to: rules reading Apache's names alone count every line of it, as rules
+// reading nginx's alone do; the one listed first is chosen when rules read both, or
+// neither.
+func TestSessionTieGoesToFormatRead(t *testing.T) {
+	r := rand.New(rand.NewPCG(15, 16))
+	for _, tc := range []struct {
+		name, rules, format string
+	}{
+		{"Apache's names", "  - {name: requests, labels: {status: '${s}'}}\n", "apache_combined"},
+		{"nginx's names", "  - {name: requests, labels: {status: '${status}'}}\n", "combined"},
+		{"both", "  - {name: requests, labels: {status: '${status}'}}\n  - {name: apache, labels: {status: '${s}'}}\n", "combined"},
+		{"what both give", "  - {name: requests, labels: {class: '${status_class}'}}\n", "combined"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := mustParse(t, "inputs:\n  - {name: pods, path: /var/log/pods/*.log, log_format: auto}\nrules:\n"+tc.rules)
+			p := newOfInputs(t, c)
+			s, files, rec, count := autoSession(t, p, c)
+			log := apacheLog(r, 40, 40)
+			for _, a := range log {
+				s.ParseFile("access.log", "pods", []byte(a.line), nil, rec, count.done)
+			}
+			if f := files.Formats(); !maps.Equal(f, map[string]int{tc.format: 1}) {
+				t.Errorf("formats %v, want the file read as %s", f, tc.format)
+			}
+			requests := 0
+			for _, e := range rec.take() {
+				if e.Rule == "requests" {
+					requests++
+				}
+			}
+			if requests != len(log) || count.lines != len(log) {
+				t.Errorf("%d of %d lines parsed, %d requests counted; want every line", count.lines, len(log), requests)
+			}
+		})
+	}
+}
