@@ -377,13 +377,19 @@ var tryFit = fit
 // one whose captures have a value most often in them, then to the earlier. -1 when no
 // line fits any.
 func choose(cands []*formatProgram, lines [][]byte, s *scratch) int {
-	k, _ := chooseFits(cands, lines, s)
+	k, _ := chooseFits(cands, lines, s, nil)
 	return k
 }
 
-// chooseFits is choose, and how many of lines fit the candidate chosen.
-func chooseFits(cands []*formatProgram, lines [][]byte, s *scratch) (int, int) {
+// chooseFits is choose, and how many of lines fit the candidate chosen; with tied, it
+// sets *tied to the indexes of the later candidates that lines fit as well as the one
+// chosen, as many and with as many values (nginx's and Apache's combined, whose lines
+// differ only in Apache's escapes).
+func chooseFits(cands []*formatProgram, lines [][]byte, s *scratch, tied *[]int) (int, int) {
 	best, bestFits, bestValues := -1, 0, 0
+	if tied != nil {
+		*tied = (*tied)[:0]
+	}
 	caps := s.detectCaps(cands)
 	for k, prog := range cands {
 		fits, values := 0, 0
@@ -393,8 +399,14 @@ func chooseFits(cands []*formatProgram, lines [][]byte, s *scratch) (int, int) {
 				values += v
 			}
 		}
-		if fits > bestFits || fits > 0 && fits == bestFits && values > bestValues {
+		switch {
+		case fits > bestFits || fits > 0 && fits == bestFits && values > bestValues:
 			best, bestFits, bestValues = k, fits, values
+			if tied != nil {
+				*tied = (*tied)[:0]
+			}
+		case tied != nil && fits > 0 && fits == bestFits && values == bestValues:
+			*tied = append(*tied, k)
 		}
 	}
 	return best, bestFits

@@ -138,7 +138,34 @@ func (s *Session) ExplainWrapped(input string, line, wrapperTime []byte) *Explan
 	if s.files == nil && s.one != nil {
 		cands = []*formatProgram{s.one}
 	}
-	return s.p.explain(s.s, input, line, wrapperTime, s.program(), cands)
+	return s.p.explain(s.s, input, line, wrapperTime, s.farthest(line), cands)
+}
+
+// farthest is the program the Session's parse read line with (program), or, for a line
+// of a file that does not fit its chosen format, the program of the candidate among it and
+// those tied with it (fileFormat.tied) that the line fits the farthest: a line of an
+// Apache log read as nginx's combined that holds Apache's \" and is cut short is told by
+// apache_combined, which it would have fitted whole.
+func (s *Session) farthest(line []byte) *formatProgram {
+	prog := s.program()
+	if s.files == nil || s.prog == nil || len(s.last.tied) == 0 || s.fits(line) {
+		return prog
+	}
+	g := &prog.groups[0]
+	if g.ex != nil {
+		return prog
+	}
+	end := longestPrefix(g.prog(), line).End
+	for _, id := range s.last.tied {
+		tied := s.candidate(id)
+		if tied == nil || tied.groups[0].ex != nil {
+			continue
+		}
+		if pr := longestPrefix(tied.groups[0].prog(), line); pr != nil && pr.End > end {
+			prog, end = tied, pr.End
+		}
+	}
+	return prog
 }
 
 // explain is ExplainWrapped with the buffers s, reading line by the groups of prog, chosen

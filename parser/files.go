@@ -46,6 +46,10 @@ type fileFormat struct {
 	// chosen is the ID of the format chosen (logformat.Format.ID), name its Name; ""
 	// before one is.
 	chosen, name string
+	// tied are the IDs of the text candidates that the lines the format was chosen from
+	// fit as well as they fit it (chooseFits): a line that does not fit the format but
+	// fits one of them is read by it (Session.readTied).
+	tied []string
 	// held are the lines since the last that fitted the chosen format (all of them before
 	// one is chosen), with the time text of their wrapper.
 	held, heldTimes [][]byte
@@ -185,7 +189,8 @@ func (s *Session) SetFormats(formats []*logformat.Format, files *Files) {
 // chosen.
 //
 // A file's format is the candidate its first line fits; a line that does not fit it is
-// held, up to MaxHeld in a row. The next line that fits parses them all with it; at
+// held, up to MaxHeld in a row, unless it fits a candidate that the lines the format was
+// chosen from fitted as well (a tie the one listed first won), which reads it at once. The next line that fits parses them all with it; at
 // MaxHeld, the format is chosen again as the candidate most of the held lines fit (see
 // choose), which parses them. A line is thus counted once, under the format chosen for
 // it, and a file in no candidate's format has its lines parsed by the rules that read
@@ -221,6 +226,8 @@ func (s *Session) ParseFile(source, input string, line, wrapperTime []byte, sink
 		// A line fits again: those before it are the chosen format's misfits.
 		s.fitAgain(file)
 		s.flush(file, input, sink, done)
+	case s.readTied(file, input, sink, done):
+		// A line of a candidate the file's first lines fitted as well: read by it.
 	case s.prog == nil || len(file.held) >= MaxHeld:
 		s.decide(file, input, sink, done, len(file.held) >= MaxHeld)
 	}
@@ -297,7 +304,8 @@ func (s *Session) groups() []group {
 }
 
 // decide chooses the format of file, the Session's last, as the candidate most of its
-// held lines fit, which parses them. When none fits, settle has them parsed all the same,
+// held lines fit (of those they fit alike, one a rule applies to: readFirst), which
+// parses them, and keeps those tied with it (fileFormat.tied). When none fits, settle has them parsed all the same,
 // the file counted under NoFormat (unless they are an nginx image's start-up lines
 // alone): MaxHeld lines in a row fit none, or the file went quiet (Settle).
 func (s *Session) decide(file *fileFormat, input string, sink Sink, done LineDone, settle bool) {
@@ -307,9 +315,17 @@ func (s *Session) decide(file *fileFormat, input string, sink Sink, done LineDon
 	if s.prog == nil && file.triedBy == s.formats {
 		from = file.tried
 	}
-	if k, fits := chooseFits(s.progs, file.held[from:], s.s); k >= 0 {
+	if k, fits := chooseFits(s.progs, file.held[from:], s.s, &s.tied); k >= 0 {
+		k = s.readFirst(k, input)
 		file.startup, file.fitted = StartupLines{}, fits
 		s.prog = s.progs[k]
+		// A JSON object's program is made of its file's members: it is never tied.
+		file.tied = file.tied[:0]
+		for _, t := range s.tied {
+			if f := s.progs[t].format; !f.AnyObject() && !s.prog.format.AnyObject() {
+				file.tied = append(file.tied, f.ID())
+			}
+		}
 		s.files.choose(file, s.prog.format.ID(), s.prog.format.Describe())
 		if s.prog.format.AnyObject() {
 			file.members = members(s.prog, file.held, s.s)
@@ -330,6 +346,24 @@ func (s *Session) decide(file *fileFormat, input string, sink Sink, done LineDon
 		}
 		s.flush(file, input, sink, done)
 	}
+}
+
+// readFirst is the candidate of index k that chooseFits chose for a file of input, or,
+// when no rule applies to its lines (no variant of a rule reading input is of it), the
+// first of those tied with it (Session.tied) that a rule applies to, k then among the
+// tied: an Apache log whose rules read Apache's names is read by apache_combined,
+// though nginx's combined, listed first, fits its lines alike.
+func (s *Session) readFirst(k int, input string) int {
+	if s.progs[k].format.AnyObject() || s.progs[k].reads(input) {
+		return k
+	}
+	for i, t := range s.tied {
+		if !s.progs[t].format.AnyObject() && s.progs[t].reads(input) {
+			s.tied[i] = k
+			return t
+		}
+	}
+	return k
 }
 
 // Settle decides the format of file source, of which no format is chosen and whose held
@@ -376,7 +410,7 @@ func (s *Session) chooseAgain(file *fileFormat, input string, sink Sink, done Li
 	if file.fitted >= len(file.held) {
 		return false // no candidate can be fitted by more: spare trying them
 	}
-	k, fits := chooseFits(s.progs, file.held, s.s)
+	k, fits := chooseFits(s.progs, file.held, s.s, nil)
 	if k < 0 || fits <= file.fitted {
 		return false
 	}
@@ -418,6 +452,45 @@ func (s *Session) grow(file *fileFormat) bool {
 		s.files.count(file, file.chosen, file.name, file.none)
 	}
 	return true
+}
+
+// readTied parses the line just held in file, the Session's last, which does not fit its
+// chosen format, by a candidate tied with that format (fileFormat.tied) that it fits, and
+// reports whether it did. The file's first lines fitted both alike, and the one listed
+// first was chosen: an Apache log whose first lines hold no escape is read as
+// nginx's combined, and a line with one of Apache's in a quoted field (\") fits only
+// apache_combined. The lines held before it are parsed first, by the chosen format, as
+// its next line that fits would have them; the file keeps its format, so a line that
+// fits it costs nothing more, and no rule applying to it loses a line it read.
+func (s *Session) readTied(file *fileFormat, input string, sink Sink, done LineDone) bool {
+	if s.prog == nil || len(file.tied) == 0 {
+		return false
+	}
+	last := len(file.held) - 1
+	line := file.held[last]
+	for _, id := range file.tied {
+		prog := s.candidate(id)
+		if prog == nil {
+			continue
+		}
+		if ok, _ := fit(prog, line, s.s, s.s.detectCaps([]*formatProgram{prog})); !ok {
+			continue
+		}
+		// The line's own path captures are the scratch's: flush gives them back.
+		wrapperTime := file.heldTimes[last]
+		file.held, file.heldTimes, file.heldPaths = file.held[:last], file.heldTimes[:last], file.heldPaths[:last]
+		s.flush(file, input, sink, done)
+		fits, wellFormed := s.p.parse(s.s, prog.groups, false, input, line, wrapperTime, sink)
+		s.fitAgain(file)
+		// The line's LineDone asks the Session of the program that read it (program,
+		// by Fitted and ExplainWrapped): the tied one's while it is told.
+		chosen := s.prog
+		s.prog = prog
+		done(wellFormed, fits)
+		s.prog = chosen
+		return true
+	}
+	return false
 }
 
 // fitAgain records that a line of file fits its chosen format: a file counted under
@@ -466,14 +539,21 @@ func (s *Session) switchTo(source string) {
 		s.files.files[source] = file
 	}
 	s.last, s.lastPath, s.prog = file, source, nil
-	if k, ok := s.p.byID[file.chosen]; ok && file.chosen != "" {
-		if prog := s.p.cands[k]; slices.Contains(s.progs, prog) {
-			s.prog = prog
-			if prog.format.AnyObject() {
-				s.prog = s.p.objectProgram(prog, file.members)
-			}
+	if prog := s.candidate(file.chosen); prog != nil {
+		s.prog = prog
+		if prog.format.AnyObject() {
+			s.prog = s.p.objectProgram(prog, file.members)
 		}
 	}
+}
+
+// candidate is the program of the candidate format of ID id (logformat.Format.ID) among
+// the Session's (SetFormats); nil for none, as for a format a reload took away.
+func (s *Session) candidate(id string) *formatProgram {
+	if k, ok := s.p.byID[id]; ok && id != "" && slices.Contains(s.progs, s.p.cands[k]) {
+		return s.p.cands[k]
+	}
+	return nil
 }
 
 // flush parses the held lines of file with its chosen format's program (the base one

@@ -12,10 +12,13 @@ import (
 func (l *Line) Stopped() string {
 	var miss, malformed *Rule
 	// A line of a candidate format that lacks what every rule reading it needs is read by
-	// none: it is of the input's formats, and that is what the rules lack.
+	// none: it is of the input's formats, and that is what the rules lack. A line that
+	// does not fit its file's format (a rule of it missed) is of none: where it stops
+	// fitting is said below.
 	var lacking []string
-	format := ""
+	format, missed := "", false
 	for _, r := range l.Rules {
+		missed = missed || r.Miss != nil && r.Miss.Candidates != nil
 		if r.Outcome == "other_format" {
 			format = r.Format
 			if len(r.Lacks) > 0 {
@@ -23,7 +26,7 @@ func (l *Line) Stopped() string {
 			}
 		}
 	}
-	if format != "" {
+	if format != "" && !missed {
 		if len(lacking) == 0 {
 			return fmt.Sprintf("the line is of the log format %s, to which no rule applies", format)
 		}

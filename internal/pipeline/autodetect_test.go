@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/logwindow/logwindow_exporter/config"
+	"github.com/logwindow/logwindow_exporter/internal/explain"
 )
 
 // podFormats write a record as the pods of a tree log it: each in a format of auto's.
@@ -201,5 +202,90 @@ func TestAutoFormatHeldLineKeepsItsCapturesAcrossReload(t *testing.T) {
 				t.Errorf(`starts_total of stream="stderr" %v, of stream="stdout" %v; want 1 and 0`, byStream["stderr"], byStream["stdout"])
 			}
 		})
+	}
+}
+
+// Lines of an Apache log in the combined format, as mod_log_config writes them: with no
+// escape (which nginx's combined fits as well), with its \" and \xhh, the same cut short,
+// and one of its error log.
+const (
+	apachePlain   = `203.0.113.7 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 612 "-" "curl/8.5.0"`
+	apacheQuoted  = `203.0.113.7 - - [01/Mar/2024:12:00:01 +0000] "GET /caf\xc3\xa9 HTTP/1.1" 404 - "-" "Mozilla/5.0 \"compatible\" bot"`
+	apacheCut     = `203.0.113.7 - - [01/Mar/2024:12:00:02 +0000] "GET / HTTP/1.1" 500 12 "-" "Mozilla/5.0 \"compat`
+	apacheGarbage = `[Fri Mar 01 12:00:03 2024] [error] AH00124: request exceeded the limit`
+)
+
+// apacheRules read an input of auto by nginx's name of the status and by Apache's.
+const apacheRules = `
+inputs: [{name: web, path: 'LOG', log_format: auto}]
+rules:
+  - {name: requests, labels: {status: '${status}'}}
+  - {name: apache_requests, labels: {status: '${s}'}}
+`
+
+// An Apache log under auto whose first lines hold no escape is read as nginx's combined,
+// which they fit as Apache's does; its later lines with Apache's \" are read by
+// apache_combined as they come, none unmatched, and a line held meanwhile is parsed first.
+func TestAutoFormatApacheEscapesCounted(t *testing.T) {
+	p, log := startFile(t, apacheRules)
+	appendTo(t, log, strings.Join([]string{apachePlain, apachePlain, apacheGarbage, apacheQuoted, apachePlain, apacheQuoted}, "\n")+"\n")
+	waitRead(t, p, 6)
+	got := waitTotal(t, p, "the requests", "apache_requests_total", 2)
+	st := p.inputStats()[0]
+	if got[`requests_total{status="200"}`] != 3 || got[`apache_requests_total{status="404"}`] != 2 {
+		t.Errorf(`requests_total{status="200"} %v, apache_requests_total{status="404"} %v; want 3 and 2`, got[`requests_total{status="200"}`], got[`apache_requests_total{status="404"}`])
+	}
+	if st.Unmatched != 1 || !maps.Equal(st.Formats, map[string]int{"combined": 1}) {
+		t.Errorf("%d lines unmatched, files per format %v; want the error log's line, and a combined file", st.Unmatched, st.Formats)
+	}
+}
+
+// --explain has an Apache log's line with Apache's \" read by apache_combined, which
+// counts it, though the file is read as nginx's combined, and names apache_combined as
+// the format a line of neither (cut short) fits the farthest, as the replay counts them.
+func TestExplainApacheEscapesUnderAuto(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "access.log")
+	if err := os.WriteFile(log, []byte(strings.Join([]string{apachePlain, apachePlain, apacheQuoted, apacheCut, apacheGarbage, apachePlain}, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse([]byte(strings.ReplaceAll(apacheRules, "LOG", log)), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var summary strings.Builder
+	lines, err := explainAll(cfg, log, 10, Options{Now: time.Now, Summary: &summary})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text strings.Builder
+	if err := explain.Write(&text, "text", lines); err != nil {
+		t.Fatal(err)
+	}
+	byLine := strings.Split(text.String(), "\nline ")
+	for _, tc := range []struct {
+		line int
+		want []string
+	}{
+		{1, []string{`+ requests{status="200"}`, "apache_requests: does not apply to the line's log format, combined, which has no s"}},
+		{3, []string{`+ apache_requests{status="404"}`, "requests: does not apply to the line's log format, apache_combined, which has no status"}},
+		{4, []string{"UNMATCHED", "it fits apache_combined the farthest", "in %{User-agent}i or the text after it", "but the line has the end of the line"}},
+		{6, []string{`+ requests{status="200"}`}},
+	} {
+		t.Run(fmt.Sprint("line ", tc.line), func(t *testing.T) {
+			if len(byLine) != 6 {
+				t.Fatalf("%d lines explained, want 6:\n%s", len(byLine), text.String())
+			}
+			got := byLine[tc.line-1]
+			for _, want := range tc.want {
+				if !strings.Contains(got, want) {
+					t.Errorf("explained without %q:\n%s", want, got)
+				}
+			}
+		})
+	}
+	// The first misfit fits no format: it is not said to be of one no rule applies to.
+	if want := "input web: 4 of 6 lines fit (first misfit at line 4: the line fits none of the log formats "; !strings.HasPrefix(summary.String(), want) ||
+		!strings.Contains(summary.String(), "; apache_combined, which it fits the farthest, at byte 94, in %{User-agent}i") {
+		t.Errorf("summary %q, want %q... with apache_combined the farthest", summary.String(), want)
 	}
 }
