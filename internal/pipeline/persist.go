@@ -86,8 +86,9 @@ func (s *persister) update(f func(st *selfmetric.StorageStats)) {
 // dirMode is the mode the storage directory is made with.
 const dirMode = 0o750
 
-// takeLock takes the directory for this process if it has not yet (restore waited for it
-// at start), or no longer holds it; s.write must be held, or no snapshot be written yet.
+// takeLock takes the directory for this process, made when missing, if it has not yet
+// (restore waited for it at start), or no longer holds it; s.write must be held, or no
+// snapshot be written yet.
 //
 // A directory removed or replaced while the exporter runs (or its lock file removed) took
 // the snapshot and the lock along: a restart would find no snapshot, and another exporter
@@ -107,9 +108,11 @@ func (s *persister) takeLock(log *slog.Logger) error {
 		s.lock = nil
 		s.update(func(st *selfmetric.StorageStats) { st.Failures++ })
 		log.Error("the storage directory, or its lock file, was removed or replaced while the exporter ran: the snapshot went with it; making the directory again and taking its lock again", "dir", s.dir)
-		if err := os.MkdirAll(s.dir, dirMode); err != nil {
-			return fmt.Errorf("snapshot: %w", err)
-		}
+	}
+	// Not only one lost: one start could not make, or lost while unlocked, would fail
+	// every snapshot until a restart.
+	if err := os.MkdirAll(s.dir, dirMode); err != nil {
+		return fmt.Errorf("snapshot: %w", err)
 	}
 	l, err := storage.TakeLock(s.dir)
 	s.took(l, log)

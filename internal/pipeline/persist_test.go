@@ -2247,3 +2247,38 @@ func TestStorageDirectoryLost(t *testing.T) {
 		})
 	}
 }
+
+// A storage directory that could not be made at start (a file where its parent should
+// be, a volume mounted read-only until later) is made by the first snapshot that can:
+// snapshots fail only until it can be written, as start says. Before, only a directory
+// lost while its lock was held was made again, and one the exporter held no lock of
+// failed every snapshot until a restart.
+func TestStorageDirectoryMadeLater(t *testing.T) {
+	parent := filepath.Join(t.TempDir(), "volume")
+	if err := os.WriteFile(parent, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir, log := filepath.Join(parent, "storage"), filepath.Join(t.TempDir(), "access.log")
+	var out syncbuf.Buffer
+	p := startStored(t, log, dir, &out, Options{SnapshotInterval: time.Hour})
+	persistLines(t, log, 1, 3)
+	waitCounted(t, p, 3)
+	if err := p.Snapshot(); err == nil {
+		t.Fatal("a snapshot under a file succeeded")
+	}
+	if err := os.Remove(parent); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Snapshot(); err != nil {
+		t.Fatalf("the snapshot once the directory can be made: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, storage.FileName)); err != nil {
+		t.Errorf("no snapshot once the directory can be made: %v", err)
+	}
+	if l, err := storage.TakeLock(dir); !errors.Is(err, storage.ErrLocked) {
+		if l != nil {
+			l.Release()
+		}
+		t.Errorf("another exporter takes the directory made: %v, want ErrLocked", err)
+	}
+}

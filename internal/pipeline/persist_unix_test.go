@@ -140,4 +140,29 @@ func TestStorageLockFileReplacedBySymlink(t *testing.T) {
 		}
 		t.Errorf("the other exporter's directory is taken: %v, want ErrLocked", err)
 	}
+	// Said once, not at each snapshot written unguarded after it; and again when the lock,
+	// taken once the link went, is lost so a second time.
+	const again = "cannot lock the storage directory again"
+	if err := p.Snapshot(); err != nil {
+		t.Errorf("a second snapshot beside a lock file that cannot be locked: %v", err)
+	}
+	if n := strings.Count(out.String(), again); n != 1 {
+		t.Errorf("the lock not taken again is logged %d times in two snapshots, want once:\n%s", n, out.String())
+	}
+	for _, link := range []bool{false, true} {
+		if err := os.Remove(lock); err != nil {
+			t.Fatal(err)
+		}
+		if link {
+			if err := os.Symlink(otherLock, lock); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := p.Snapshot(); err != nil {
+			t.Errorf("a snapshot once the link was removed (put back %v): %v", link, err)
+		}
+	}
+	if n := strings.Count(out.String(), again); n != 2 {
+		t.Errorf("the lock lost a second time is logged %d times in all, want twice:\n%s", n, out.String())
+	}
 }
