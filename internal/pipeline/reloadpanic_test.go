@@ -19,18 +19,22 @@ import (
 	"github.com/logwindow/logwindow_exporter/internal/testutil/await"
 )
 
-// TestReloadPanicRefused: a reload whose load or build of the rule file panics (a bug
-// some rule file reaches) is a failed reload, as a refused one is: ReloadFile returns a
-// *ReloadPanic saying with what it panicked, the reload outcome self-metric and the
-// status page (ReloadError) say it failed, and the previous rules keep running. The panic
-// went up through ReloadFile: it ended the process when SIGHUP or the rule file's watch
-// asked for the reload, and the reloads sharing it were told it succeeded.
+// TestReloadPanicRefused: a reload whose load or build of the rule file, or the wording
+// of its warnings, panics (a bug some rule file reaches) is a failed reload, as a refused
+// one is: ReloadFile returns a *ReloadPanic saying with what it panicked, the reload
+// outcome self-metric and the status page (ReloadError) say it failed, and the previous
+// rules keep running. The panic went up through ReloadFile: it ended the process when
+// SIGHUP or the rule file's watch asked for the reload, and the reloads sharing it were
+// told it succeeded.
 func TestReloadPanicRefused(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		load func(path string) (*config.Config, config.Read, error)
+		// warn, when set, words the reload's warnings, which it does before it takes the
+		// lock, out of the swap's reach.
+		warn func(*config.Config, int64) []string
 	}{
-		{"in the load", func(string) (*config.Config, config.Read, error) { panic("a bug in the load") }},
+		{"in the load", func(string) (*config.Config, config.Read, error) { panic("a bug in the load") }, nil},
 		{"in the build", func(path string) (*config.Config, config.Read, error) {
 			cfg, r, err := config.LoadAgain(path)
 			if err != nil {
@@ -39,7 +43,8 @@ func TestReloadPanicRefused(t *testing.T) {
 			// A candidate format of nil, as no load leaves it: the parser's build panics.
 			cfg.Rules[1].Candidates, cfg.Rules[1].Variants = []*logformat.Format{nil}, []*config.Rule{nil}
 			return cfg, r, nil
-		}},
+		}, nil},
+		{"in its warnings", config.LoadAgain, func(*config.Config, int64) []string { panic("a bug in the warnings") }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "rules.yaml")
@@ -47,6 +52,9 @@ func TestReloadPanicRefused(t *testing.T) {
 			p := startRuleFile(t, path)
 			writeRules(t, path, "rules:\n  - {name: r, match: x}\n  - {name: other, match: y}\n")
 			p.loadAgain = tc.load
+			if tc.warn != nil {
+				p.startWarnings = tc.warn
+			}
 
 			err := p.ReloadFile()
 			var panicked *ReloadPanic
@@ -63,7 +71,7 @@ func TestReloadPanicRefused(t *testing.T) {
 				t.Errorf("the panicked reload changed the rules: %d of them", len(rules))
 			}
 			// The locks were let go: the next reload runs, and applies.
-			p.loadAgain = config.LoadAgain
+			p.loadAgain, p.startWarnings = config.LoadAgain, StartWarnings
 			if err := p.ReloadFile(); err != nil {
 				t.Fatalf("the next reload: %v", err)
 			}
