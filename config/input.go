@@ -186,22 +186,11 @@ func (d *decoder) globbedTwice(ins []Input, lines []int, rules []*Rule) {
 		if len(also) == 0 {
 			continue
 		}
-		// The rule that reads the most of them counts the lines the most times.
-		rule, times := "", 0
-		for _, r := range rules {
-			if !r.Reads(in) {
-				continue
-			}
-			n := 1
-			for _, g := range also {
-				if r.Reads(ins[g]) {
-					n++
-				}
-			}
-			if n > times {
-				rule, times = r.Name, n
-			}
+		read := []Input{in}
+		for _, g := range also {
+			read = append(read, ins[g])
 		}
+		rule, reads, times := CountedMost(rules, read)
 		if len(also) == 1 {
 			d.warn(lines[i], fmt.Sprintf("input %q", in.Label()),
 				"path: %q is also matched by the glob %q of the input on line %d: both read its lines, and rule %q, which reads both inputs, counts them twice",
@@ -214,8 +203,38 @@ func (d *decoder) globbedTwice(ins []Input, lines []int, rules []*Rule) {
 		}
 		d.warn(lines[i], fmt.Sprintf("input %q", in.Label()),
 			"path: %q is also matched by the globs %s: all %d read its lines, and rule %q, which reads %d of those inputs, counts them %s",
-			in.File.Path, listing(named), len(also)+1, rule, times, Times(times))
+			in.File.Path, listing(named), len(also)+1, rule, reads, Times(times))
 	}
+}
+
+// CountedMost is the rule of rules that counts a line of a file all of ins read the
+// most times, how many of ins it reads and how many times it counts the line: those it
+// reads of the inputs that read the line's stream. Inputs of a container's streams apart
+// read none of the same lines: a rule of an input of stdout, one of stderr and one of
+// both counts each line twice, not 3 times.
+func CountedMost(rules []*Rule, ins []Input) (rule string, reads, times int) {
+	for _, r := range rules {
+		n := 0
+		for _, s := range []Streams{StreamStdout, StreamStderr} {
+			k := 0
+			for _, in := range ins {
+				if r.Reads(in) && !in.Streams.Apart(s) {
+					k++
+				}
+			}
+			n = max(n, k)
+		}
+		if n > times {
+			rule, times = r.Name, n
+			reads = 0
+			for _, in := range ins {
+				if r.Reads(in) {
+					reads++
+				}
+			}
+		}
+	}
+	return rule, reads, times
 }
 
 // Times says how many times a line is counted: "once", "twice", "3 times".

@@ -305,6 +305,10 @@ func TestGlobbedTwiceByRules(t *testing.T) {
 			`f.yaml:2: warning: input "a": path: "/logs/a.log" is also matched by the globs "/logs/*.log" of the input on line 3, "/logs/a.*" of the input on line 5: all 3 read its lines, and rule "all", which reads 3 of those inputs, counts them 3 times`},
 		{"two globs, a rule of two inputs", inputs + "  - {name: c, path: '/logs/a.*'}\n", "  - {name: ab, match: x, inputs: [a, b]}\n  - {name: ac, match: x, inputs: [a, c]}\n",
 			`f.yaml:2: warning: input "a": path: "/logs/a.log" is also matched by the globs "/logs/*.log" of the input on line 3, "/logs/a.*" of the input on line 5: all 3 read its lines, and rule "ab", which reads 2 of those inputs, counts them twice`},
+		// A rule of stdout's, stderr's and both streams' inputs counts a line twice: the
+		// inputs of stdout and of stderr read none of the same lines.
+		{"two globs of streams apart", "inputs:\n  - {name: a, path: /logs/a.log, wrapper: cri}\n  - {name: b, path: '/logs/*.log', wrapper: cri, streams: [stdout]}\n  - {name: c, path: '/logs/a.*', wrapper: cri, streams: [stderr]}\n", "  - {name: all, match: x}\n",
+			`f.yaml:2: warning: input "a": path: "/logs/a.log" is also matched by the globs "/logs/*.log" of the input on line 3, "/logs/a.*" of the input on line 4: all 3 read its lines, and rule "all", which reads 3 of those inputs, counts them twice`},
 		{"two globs, one read with it", inputs + "  - {name: c, path: '/logs/a.*'}\n", "  - {name: ra, match: x, inputs: [a, c]}\n  - {name: rb, match: x, inputs: [b]}\n",
 			`f.yaml:2: warning: input "a": path: "/logs/a.log" is also matched by the glob "/logs/a.*" of the input on line 5: both read its lines, and rule "ra", which reads both inputs, counts them twice`},
 	} {

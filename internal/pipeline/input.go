@@ -1041,20 +1041,13 @@ func ReadTwice(cfg *config.Config) []string {
 }
 
 // readTwiceWarning words ReadTwice's warning of the files at paths, which the inputs of
-// cfg at indexes ins all read, naming the rule that reads the most of them.
+// cfg at indexes ins all read, naming the rule that counts their lines the most times.
 func readTwiceWarning(cfg *config.Config, ins []int, paths []string) string {
-	rule, times := "", 0
-	for _, r := range cfg.Rules {
-		n := 0
-		for _, i := range ins {
-			if r.Reads(cfg.Inputs[i]) {
-				n++
-			}
-		}
-		if n > times {
-			rule, times = r.Name, n
-		}
+	read := make([]config.Input, len(ins))
+	for k, i := range ins {
+		read[k] = cfg.Inputs[i]
 	}
+	rule, reads, times := config.CountedMost(cfg.Rules, read)
 	more := ""
 	switch len(paths) {
 	case 1:
@@ -1072,7 +1065,7 @@ func readTwiceWarning(cfg *config.Config, ins []int, paths []string) string {
 		labels[k] = strconv.Quote(cfg.Inputs[i].Label())
 	}
 	return fmt.Sprintf("inputs %s all read %s%s: rule %q, which reads %d of those inputs, counts their lines %s; narrow a glob, or name one of the inputs in the rule's inputs:",
-		strings.Join(labels, ", "), paths[0], more, rule, times, config.Times(times))
+		strings.Join(labels, ", "), paths[0], more, rule, reads, config.Times(times))
 }
 
 // fileSeen is a regular file an input's path matches now.

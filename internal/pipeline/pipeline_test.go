@@ -420,6 +420,15 @@ inputs:
 `, dir), "rules: [{name: a, match: x, inputs: [out, err]}, {name: b, match: x, inputs: [err, both]}]", 1 + 1, []string{
 			fmt.Sprintf(`inputs "err" and "both" both read %s/pods/ns_app-1_u3/app/0.log: rule "b", which reads both inputs, counts their lines twice; narrow a glob, or name one of the inputs in the rule's inputs:`, dir),
 		}},
+		// Read by the three, a line is counted twice all the same: by "both" and by the
+		// input of its stream.
+		{"streams apart, a rule of the three", fmt.Sprintf(`
+  - {name: out, path: %[1]s/pods/*/app/*.log, wrapper: cri, streams: [stdout]}
+  - {name: err, path: %[1]s/pods/*_app-*_*/app/*.log, wrapper: cri, streams: [stderr]}
+  - {name: both, path: %[1]s/pods/ns_*/app/*.log, wrapper: cri}
+`, dir), "rules: [{name: a, match: x, inputs: [out, err, both]}]", 1 + 1 + 1, []string{
+			fmt.Sprintf(`inputs "out", "err", "both" all read %s/pods/ns_app-1_u3/app/0.log: rule "a", which reads 3 of those inputs, counts their lines twice; narrow a glob, or name one of the inputs in the rule's inputs:`, dir),
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, err := config.Parse([]byte(inputs+tc.inputs+tc.rules), "rules.yaml")

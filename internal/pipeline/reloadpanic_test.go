@@ -20,21 +20,24 @@ import (
 	"github.com/logwindow/logwindow_exporter/internal/testutil/await"
 )
 
-// TestReloadPanicRefused: a reload whose load or build of the rule file panics (a bug
-// some rule file reaches) is a failed reload, as a refused one is: ReloadFile returns a
-// *ReloadPanic saying with what it panicked, the reload outcome self-metric and the
-// status page (ReloadError) say it failed, and the previous rules keep running. The panic
-// went up through ReloadFile: it ended the process when SIGHUP or the rule file's watch
-// asked for the reload, and the reloads sharing it were told it succeeded. The content
-// that panicked is the one LastRead tells of, so that the watch of the file tries it
-// once: a panic in the load told of no content read, and the watch reloaded the same
-// file at each of its polls, each a failure logged and counted.
+// TestReloadPanicRefused: a reload whose load or build of the rule file, or the wording
+// of its warnings, panics (a bug some rule file reaches) is a failed reload, as a refused
+// one is: ReloadFile returns a *ReloadPanic saying with what it panicked, the reload
+// outcome self-metric and the status page (ReloadError) say it failed, and the previous
+// rules keep running. The panic went up through ReloadFile: it ended the process when
+// SIGHUP or the rule file's watch asked for the reload, and the reloads sharing it were
+// told it succeeded. The content that panicked is the one LastRead tells of, so that the
+// watch of the file tries it once: a panic in the load told of no content read, and the
+// watch reloaded the same file at each of its polls, each a failure logged and counted.
 func TestReloadPanicRefused(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		parse func(data []byte, path string) (*config.Config, error)
+		// warn, when set, words the reload's warnings, which it does before it takes the
+		// lock, out of the swap's reach.
+		warn func(*config.Config, int64) []string
 	}{
-		{"in the load", func([]byte, string) (*config.Config, error) { panic("a bug in the load") }},
+		{"in the load", func([]byte, string) (*config.Config, error) { panic("a bug in the load") }, nil},
 		{"in the build", func(data []byte, path string) (*config.Config, error) {
 			cfg, err := config.Parse(data, path)
 			if err != nil {
@@ -43,7 +46,8 @@ func TestReloadPanicRefused(t *testing.T) {
 			// A candidate format of nil, as no load leaves it: the parser's build panics.
 			cfg.Rules[1].Candidates, cfg.Rules[1].Variants = []*logformat.Format{nil}, []*config.Rule{nil}
 			return cfg, nil
-		}},
+		}, nil},
+		{"in its warnings", config.Parse, func(*config.Config, int64) []string { panic("a bug in the warnings") }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "rules.yaml")
@@ -52,6 +56,9 @@ func TestReloadPanicRefused(t *testing.T) {
 			const panicking = "rules:\n  - {name: r, match: x}\n  - {name: other, match: y}\n"
 			writeRules(t, path, panicking)
 			p.parseAgain = tc.parse
+			if tc.warn != nil {
+				p.startWarnings = tc.warn
+			}
 
 			err := p.ReloadFile()
 			var panicked *ReloadPanic
@@ -71,7 +78,7 @@ func TestReloadPanicRefused(t *testing.T) {
 				t.Errorf("LastRead: %+v; want the sum of the content that panicked", read)
 			}
 			// The locks were let go: the next reload runs, and applies.
-			p.parseAgain = config.Parse
+			p.parseAgain, p.startWarnings = config.Parse, StartWarnings
 			if err := p.ReloadFile(); err != nil {
 				t.Fatalf("the next reload: %v", err)
 			}
