@@ -480,11 +480,15 @@ func (d *decoder) shellPath(path string, line int, subject string) {
 func (d *decoder) syslogInput(entries []entry, subject string, in *Input, sources map[string]int) {
 	s := &SyslogInput{}
 	in.Syslog = s
+	written := ""
 	if e, ok := find(entries, "syslog"); ok {
 		d.socket(e, subject, s, sources)
+		if v := resolve(e.val); v.Kind == yaml.ScalarNode {
+			written = v.Value
+		}
 	}
 	if m, ok := find(entries, "socket_mode"); ok {
-		d.socketMode(m, subject, s)
+		d.socketMode(m, subject, s, written)
 	}
 	if w, ok := find(entries, "wrapper"); ok && in.Wrapper != "" {
 		// The pipeline would join every sender's messages as the parts of one file's.
@@ -542,14 +546,16 @@ func overlapsUDP(a SocketAddress, line int, sources map[string]int) (first int, 
 	return first, port, taken
 }
 
-// socketMode decodes `socket_mode:`, an octal permission like '0660'.
-func (d *decoder) socketMode(e entry, subject string, s *SyslogInput) {
+// socketMode decodes `socket_mode:`, an octal permission like '0660', of the socket whose
+// address is written, as the file has it.
+func (d *decoder) socketMode(e entry, subject string, s *SyslogInput, written string) {
 	text, ok := d.scalar(e, subject, "socket_mode")
 	if !ok {
 		return
 	}
-	// A socket whose address was refused has its own error, and its mode is read still.
-	if s.Socket.Network == "udp" {
+	// Told by the scheme written, so that the mode beside a refused address, which has its
+	// own error, is read as a unix socket's, unless the address is a UDP one all the same.
+	if _, udp := cutPrefixFold(written, "udp:"); udp {
 		d.add(e.key.Line, subject, "socket_mode: applies only to a syslog: unixgram:// socket")
 		return
 	}
