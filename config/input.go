@@ -332,7 +332,8 @@ func (d *decoder) path(path string, line int, subject string, sources map[string
 		return
 	}
 	if lo, hi, ok := emptyRange(path); ok {
-		d.add(line, subject, "path: %q has the range [%s-%s], which holds no character as %[2]s comes after %[3]s: write it [%[3]s-%[2]s]", path, lo, hi)
+		d.add(line, subject, "path: %q has the range [%s-%s], which holds no character as %s comes after %s: write it [%[3]s-%[2]s]",
+			path, classChar(lo), classChar(hi), lo, hi)
 		return
 	}
 	// Two spellings of one path (./, //, a trailing /.) follow one file twice.
@@ -414,6 +415,15 @@ func emptyRange(path string) (lo, hi string, ok bool) {
 		}
 	}
 	return "", "", false
+}
+
+// classChar is c as a range's end is written in a class: a ], - or \ escaped, which would
+// else close the class, read as a range's -, or escape what follows it.
+func classChar(c string) string {
+	if c == "]" || c == "-" || c == `\` {
+		return `\` + c
+	}
+	return c
 }
 
 // UnlistedElement refuses a glob with a ".", ".." or empty element after its first
