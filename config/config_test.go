@@ -534,6 +534,10 @@ func TestBadConfigs(t *testing.T) {
 			// was refused as a UDP socket's, the address's scheme unixgram:// or not.
 			`:41: input "both wrong": syslog: "unix:/run/w.sock" is nginx's spelling of a unix socket: unixgram:///run/w.sock`,
 			`:42: input "both wrong": socket_mode: "0444" lets no one send: a sender needs write permission on the socket, e.g. '0660'`,
+			// A refused address written udp:// is a UDP socket's all the same: its mode was
+			// read as a unix socket's, and refused only once the address was mended.
+			`:44: input "udp wrong": syslog: "udp://logs.123:514": the host "logs.123" is not an IPv4 address: that is four numbers from 0 to 255 between dots, with no leading zero`,
+			`:45: input "udp wrong": socket_mode: applies only to a syslog: unixgram:// socket`,
 		},
 	}
 	files, err := filepath.Glob("testdata/bad/*.yaml")

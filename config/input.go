@@ -391,7 +391,8 @@ func (d *decoder) path(path string, line int, subject string, sources map[string
 		return
 	}
 	if lo, hi, ok := emptyRange(path); ok {
-		d.add(line, subject, "path: %q has the range [%s-%s], which holds no character as %[2]s comes after %[3]s: write it [%[3]s-%[2]s]", path, lo, hi)
+		d.add(line, subject, "path: %q has the range [%s-%s], which holds no character as %s comes after %s: write it [%[3]s-%[2]s]",
+			path, classChar(lo), classChar(hi), lo, hi)
 		return
 	}
 	// Two spellings of one path (./, //, a trailing /.) follow one file twice.
@@ -475,6 +476,15 @@ func emptyRange(path string) (lo, hi string, ok bool) {
 	return "", "", false
 }
 
+// classChar is c as a range's end is written in a class: a ], - or \ escaped, which would
+// else close the class, read as a range's -, or escape what follows it.
+func classChar(c string) string {
+	if c == "]" || c == "-" || c == `\` {
+		return `\` + c
+	}
+	return c
+}
+
 // UnlistedElement refuses a glob with a ".", ".." or empty element after its first
 // wildcard, naming the first, as what follows the path in a message; nil for another
 // path. The follower matches each element from the first wildcard on against the names a
@@ -539,11 +549,15 @@ func (d *decoder) shellPath(path string, line int, subject string) {
 func (d *decoder) syslogInput(entries []entry, subject string, in *Input, sources map[string]int) {
 	s := &SyslogInput{}
 	in.Syslog = s
+	written := ""
 	if e, ok := find(entries, "syslog"); ok {
 		d.socket(e, subject, s, sources)
+		if v := resolve(e.val); v.Kind == yaml.ScalarNode {
+			written = v.Value
+		}
 	}
 	if m, ok := find(entries, "socket_mode"); ok {
-		d.socketMode(m, subject, s)
+		d.socketMode(m, subject, s, written)
 	}
 	if w, ok := find(entries, "wrapper"); ok && in.Wrapper != "" {
 		// The pipeline would join every sender's messages as the parts of one file's.
@@ -601,14 +615,16 @@ func overlapsUDP(a SocketAddress, line int, sources map[string]int) (first int, 
 	return first, port, taken
 }
 
-// socketMode decodes `socket_mode:`, an octal permission like '0660'.
-func (d *decoder) socketMode(e entry, subject string, s *SyslogInput) {
+// socketMode decodes `socket_mode:`, an octal permission like '0660', of the socket whose
+// address is written, as the file has it.
+func (d *decoder) socketMode(e entry, subject string, s *SyslogInput, written string) {
 	text, ok := d.scalar(e, subject, "socket_mode")
 	if !ok {
 		return
 	}
-	// A socket whose address was refused has its own error, and its mode is read still.
-	if s.Socket.Network == "udp" {
+	// Told by the scheme written, so that the mode beside a refused address, which has its
+	// own error, is read as a unix socket's, unless the address is a UDP one all the same.
+	if _, udp := cutPrefixFold(written, "udp:"); udp {
 		d.add(e.key.Line, subject, "socket_mode: applies only to a syslog: unixgram:// socket")
 		return
 	}

@@ -205,6 +205,11 @@ func TestGlobEmptyRange(t *testing.T) {
 		{"/logs/[a-cx-q]*.log", `c.yaml:1: input #1: path: "/logs/[a-cx-q]*.log" has the range [x-q], which holds no character as x comes after q: write it [q-x]`},
 		{`/logs/[\z-a].log`, `c.yaml:1: input #1: path: "/logs/[\\z-a].log" has the range [z-a], which holds no character as z comes after a: write it [a-z]`},
 		{"/logs/[é-a].log", `c.yaml:1: input #1: path: "/logs/[é-a].log" has the range [é-a], which holds no character as é comes after a: write it [a-é]`},
+		// A ], - or \ at an end is escaped in the range named and in the one to write, which
+		// unescaped ([!-]]) is no glob.
+		{`/logs/[\]-!].log`, `c.yaml:1: input #1: path: "/logs/[\\]-!].log" has the range [\]-!], which holds no character as ] comes after !: write it [!-\]]`},
+		{`/logs/[\--!].log`, `c.yaml:1: input #1: path: "/logs/[\\--!].log" has the range [\--!], which holds no character as - comes after !: write it [!-\-]`},
+		{`/logs/[\\-!].log`, `c.yaml:1: input #1: path: "/logs/[\\\\-!].log" has the range [\\-!], which holds no character as \ comes after !: write it [!-\\]`},
 		// Ranges in order, a range of one, characters and escapes that are no range.
 		{"/logs/[a-z0-9].log", ""},
 		{"/logs/[a-a].log", ""},

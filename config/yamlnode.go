@@ -2,8 +2,11 @@ package config
 
 import (
 	"fmt"
+	"math/big"
+	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -295,12 +298,33 @@ func mistagged(n *yaml.Node) string {
 		return "the value is " + kindName(n) + ", not " + kindName(&yaml.Node{Kind: kind})
 	case n.Kind == yaml.ScalarNode && n.ShortTag() != "!!str":
 		var v any
-		if n.Decode(&v) != nil {
+		if n.Decode(&v) != nil && !unbounded(n) {
 			return fmt.Sprintf("YAML does not read %q as %s", n.Value, tagNames[n.ShortTag()])
 		}
 	}
 	return ""
 }
+
+// unbounded reports whether n, which Decode refused, is an integer or a number of its tag
+// that Go's int64, uint64 or float64 has no room for: YAML's have no bound, and Decode
+// refuses one as it refuses abc.
+func unbounded(n *yaml.Node) bool {
+	switch n.ShortTag() {
+	case "!!int":
+		// The spellings Decode reads, the _ left out, as it does.
+		_, ok := new(big.Int).SetString(strings.ReplaceAll(n.Value, "_", ""), 0)
+		return ok
+	case "!!float":
+		return yamlFloat().MatchString(n.Value)
+	}
+	return false
+}
+
+// yamlFloat is a number as YAML 1.2's core schema writes one (its .inf and .nan Decode
+// reads).
+var yamlFloat = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$`)
+})
 
 // tagNames word the core tags of a single value.
 var tagNames = map[string]string{"!!int": "an integer", "!!float": "a number", "!!bool": "true or false", "!!null": "empty (null, ~ or nothing)"}

@@ -273,6 +273,15 @@ func TestCoreTagsMisused(t *testing.T) {
 		{"help: !!null", ""},
 		{"labels: !!map {v: '${v}'}", ""},
 		{"windows: !!seq [!!str 1m]", ""},
+		// YAML's integers and floats have no bound: one past what Go's int64, uint64 or
+		// float64 holds is of its tag all the same.
+		{"help: !!int 99999999999999999999", ""},
+		{"help: !!int -9223372036854775809", ""},
+		{"help: !!int 0x1_0000_0000_0000_0000", ""},
+		{"help: !!float 1e400", ""},
+		{"help: !!float -1e400", ""},
+		{"help: !!int 1e400", `t.yaml:4: rule "r": help: tag !!int: YAML does not read "1e400" as an integer` + leave},
+		{"help: !!float 1e400x", `t.yaml:4: rule "r": help: tag !!float: YAML does not read "1e400x" as a number` + leave},
 	} {
 		t.Run(c.value, func(t *testing.T) {
 			checkParseError(t, "rules:\n  - name: r\n    match: '(?P<v>x)'\n    "+c.value+"\n", "t.yaml", c.want)
