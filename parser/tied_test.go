@@ -246,3 +246,26 @@ func TestLineTieGoesToFormatRead(t *testing.T) {
 		})
 	}
 }
+
+// A line a tied candidate reads is told of after the lines held before it, in the order
+// of the file, as --explain numbers them: misfits, then it.
+func TestSessionTiedLineAfterHeld(t *testing.T) {
+	c := mustParse(t, autoRules)
+	p := newOfInputs(t, c)
+	s, _, rec, _ := autoSession(t, p, c)
+	const garbage = "[Fri Mar 01 12:00:00 2024] [error] AH00124: request exceeded the limit"
+	lines := []string{
+		`203.0.113.7 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 612 "-" "curl/8.5.0"`,
+		garbage, garbage,
+		`203.0.113.7 - - [01/Mar/2024:12:00:01 +0000] "GET / HTTP/1.1" 404 - "-" "a \"b\" c"`,
+	}
+	var told []bool
+	done := func(_, fitted bool) { told = append(told, fitted) }
+	for _, l := range lines {
+		s.ParseFile("access.log", "pods", []byte(l), nil, rec, done)
+	}
+	s.CloseFile("access.log", "pods", rec, done)
+	if want := []bool{true, false, false, true}; !slices.Equal(told, want) {
+		t.Errorf("lines told of as fitted %v, want %v", told, want)
+	}
+}
