@@ -348,7 +348,7 @@ func (s *Session) decide(file *fileFormat, input string, sink Sink, done LineDon
 	}
 }
 
-// readFirst is the candidate of index k that chooseFits chose for a file of input, or,
+// readFirst is the candidate of index k that chooseFits chose for lines of input, or,
 // when no rule applies to its lines (no variant of a rule reading input is of it), the
 // first of those tied with it (scratch.tied) that a rule applies to, k then among the
 // tied: an Apache log whose rules read Apache's names is read by apache_combined,
