@@ -178,8 +178,8 @@ func BenchmarkParseFileTied(b *testing.B) {
 	}
 }
 
-// Of candidates that an Apache log's plain lines fit alike, the file is read by one that a
-// rule applies to: rules reading Apache's names alone count every line of it, as rules
+// Of candidates that an Apache log's plain lines fit alike, the file (and a line read
+// alone) is read by one that a rule applies to: rules reading Apache's names alone count every line of it, as rules
 // reading nginx's alone do; the one listed first is chosen when rules read both, or
 // neither.
 func TestSessionTieGoesToFormatRead(t *testing.T) {
@@ -212,36 +212,11 @@ func TestSessionTieGoesToFormatRead(t *testing.T) {
 			if requests != len(log) || count.lines != len(log) {
 				t.Errorf("%d of %d lines parsed, %d requests counted; want every line", count.lines, len(log), requests)
 			}
-		})
-	}
-}
-
-// A line read alone (the line tester, a warm start's backfill) that candidates fit alike
-// is read by the one a rule applies to, as a file of such lines is: an Apache line is
-// counted by rules reading Apache's names alone, though nginx's combined, listed first,
-// fits it as well.
-func TestLineTieGoesToFormatRead(t *testing.T) {
-	line := []byte(apacheLog(rand.New(rand.NewPCG(17, 18)), 1, 1)[0].line)
-	for _, tc := range []struct {
-		name, rules, rule string
-	}{
-		{"Apache's names", "  - {name: requests, labels: {status: '${s}'}}\n", "requests"},
-		{"nginx's names", "  - {name: requests, labels: {status: '${status}'}}\n", "requests"},
-		{"both", "  - {name: requests, labels: {status: '${status}'}}\n  - {name: apache, labels: {status: '${s}'}}\n", "requests"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			c := mustParse(t, "inputs:\n  - {name: pods, path: /var/log/pods/*.log, log_format: auto}\nrules:\n"+tc.rules)
-			p := newOfInputs(t, c)
-			rec := &recorder{t: t, rules: c.Rules}
-			p.Parse("pods", line, rec)
-			s := p.NewSession()
-			s.ParseWrapped("pods", line, nil, rec)
-			var got []string
-			for _, e := range rec.take() {
-				got = append(got, e.Rule)
-			}
-			if want := []string{tc.rule, tc.rule}; !slices.Equal(got, want) {
-				t.Errorf("rules %v, want %v (Parser's and Session's)", got, want)
+			// A line read alone (the line tester, a warm start's backfill) is read so too.
+			p.Parse("pods", []byte(log[0].line), rec)
+			p.NewSession().ParseWrapped("pods", []byte(log[0].line), nil, rec)
+			if got := len(rec.take()); got != 2 {
+				t.Errorf("a line read alone by Parser and Session gave %d events, want 2", got)
 			}
 		})
 	}
