@@ -481,6 +481,10 @@ func (s *Session) readTied(file *fileFormat, input string, sink Sink, done LineD
 		file.held, file.heldTimes, file.heldPaths = file.held[:last], file.heldTimes[:last], file.heldPaths[:last]
 		s.flush(file, input, sink, done)
 		fits, wellFormed := s.p.parse(s.s, prog.groups, false, input, line, wrapperTime, sink)
+		// Its slot, past those held, would keep its copy until the file held a line again.
+		clear(file.held[last : last+1])
+		clear(file.heldTimes[last : last+1])
+		clear(file.heldPaths[last : last+1])
 		s.fitAgain(file)
 		// The line's LineDone asks the Session of the program that read it (program,
 		// by Fitted and ExplainWrapped): the tied one's while it is told.
