@@ -248,3 +248,22 @@ func TestSessionTiedLineAfterHeld(t *testing.T) {
 		t.Errorf("the file keeps %q", held)
 	}
 }
+
+// A file whose format is chosen again (nginx's main after an Apache log's lines) keeps no
+// tie of the format it had: a line of Apache's \" is held as any other misfit.
+func TestSessionChosenAgainDropsTie(t *testing.T) {
+	c := mustParse(t, autoRules)
+	p := newOfInputs(t, c)
+	s, files, rec, count := autoSession(t, p, c)
+	s.ParseFile("access.log", "pods", []byte(`203.0.113.7 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 612 "-" "curl/8.5.0"`), nil, rec, count.done)
+	for range MaxHeld {
+		s.ParseFile("access.log", "pods", []byte(`203.0.113.7 - - [01/Mar/2024:12:00:01 +0000] "GET / HTTP/1.1" 200 612 "-" "curl/8.5.0" "-"`), nil, rec, count.done)
+	}
+	if f := files.Formats(); !maps.Equal(f, map[string]int{"main": 1}) {
+		t.Fatalf("formats %v, want the file read as main", f)
+	}
+	s.ParseFile("access.log", "pods", []byte(`203.0.113.7 - - [01/Mar/2024:12:00:02 +0000] "GET / HTTP/1.1" 404 - "-" "a \"b\" c"`), nil, rec, count.done)
+	if !s.Holds() || count.lines != 1+MaxHeld {
+		t.Errorf("%d lines parsed, held %v; want %d, the last held", count.lines, s.Holds(), 1+MaxHeld)
+	}
+}
