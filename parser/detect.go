@@ -235,8 +235,9 @@ func (p *Parser) Candidates() []*logformat.Format {
 	return out
 }
 
-// lineProgram is the formatProgram of the format of input that line alone fits best, or
-// the base program when it fits none (or there are none).
+// lineProgram is the formatProgram of the format of input that line alone fits best (of
+// those it fits alike, one a rule applies to: readFirst), or the base program when it
+// fits none (or there are none).
 func (p *Parser) lineProgram(s *scratch, input string, line []byte) *formatProgram {
 	if len(p.cands) == 0 {
 		return p.base
@@ -245,14 +246,15 @@ func (p *Parser) lineProgram(s *scratch, input string, line []byte) *formatProgr
 		return prog
 	}
 	cands := p.inputCands(input)
-	k := choose(cands, [][]byte{line}, s)
+	k, _ := chooseFits(cands, [][]byte{line}, s, &s.tied)
 	switch {
 	case k < 0:
 		return p.base
 	case cands[k].format.AnyObject():
 		return p.objectProgram(cands[k], members(cands[k], [][]byte{line}, s))
 	}
-	return cands[k]
+	// A tie goes to a candidate a rule applies to, as a file's does (Session.decide).
+	return cands[readFirst(cands, k, s.tied, input)]
 }
 
 // reads reports whether a rule reads the lines of input that fit prog, a candidate's
@@ -369,19 +371,13 @@ func filled(line []byte, caps []int) int {
 	return n
 }
 
-// tryFit is fit as choose tries a line against a candidate: a variable, so that a test can
-// count what choosing a file's format costs.
+// tryFit is fit as chooseFits tries a line against a candidate: a variable, so that a test
+// can count what choosing a file's format costs.
 var tryFit = fit
 
-// choose is the index of the candidate whose format most of lines fit; a tie goes to the
-// one whose captures have a value most often in them, then to the earlier. -1 when no
-// line fits any.
-func choose(cands []*formatProgram, lines [][]byte, s *scratch) int {
-	k, _ := chooseFits(cands, lines, s, nil)
-	return k
-}
-
-// chooseFits is choose, and how many of lines fit the candidate chosen; with tied, it
+// chooseFits is the index of the candidate whose format most of lines fit (a tie goes to
+// the one whose captures have a value most often in them, then to the earlier; -1 when
+// no line fits any), and how many of lines fit it; with tied, it
 // sets *tied to the indexes of the later candidates that lines fit as well as the one
 // chosen, as many and with as many values (nginx's and Apache's combined, whose lines
 // differ only in Apache's escapes).

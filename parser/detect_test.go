@@ -1269,3 +1269,9 @@ func TestRuleOfNoLineCaptureLeavesOthers(t *testing.T) {
 		})
 	}
 }
+
+// choose is chooseFits' choice alone.
+func choose(cands []*formatProgram, lines [][]byte, s *scratch) int {
+	k, _ := chooseFits(cands, lines, s, nil)
+	return k
+}

@@ -192,7 +192,7 @@ func (s *Session) SetFormats(formats []*logformat.Format, files *Files) {
 // held, up to MaxHeld in a row, unless it fits a candidate that the lines the format was
 // chosen from fitted as well (a tie the one listed first won), which reads it at once. The next line that fits parses them all with it; at
 // MaxHeld, the format is chosen again as the candidate most of the held lines fit (see
-// choose), which parses them. A line is thus counted once, under the format chosen for
+// chooseFits), which parses them. A line is thus counted once, under the format chosen for
 // it, and a file in no candidate's format has its lines parsed by the rules that read
 // every line (after MaxHeld of them are held). Once a file's format is chosen, a line
 // that fits it costs what ParseWrapped does.
@@ -315,13 +315,13 @@ func (s *Session) decide(file *fileFormat, input string, sink Sink, done LineDon
 	if s.prog == nil && file.triedBy == s.formats {
 		from = file.tried
 	}
-	if k, fits := chooseFits(s.progs, file.held[from:], s.s, &s.tied); k >= 0 {
-		k = s.readFirst(k, input)
+	if k, fits := chooseFits(s.progs, file.held[from:], s.s, &s.s.tied); k >= 0 {
+		k = readFirst(s.progs, k, s.s.tied, input)
 		file.startup, file.fitted = StartupLines{}, fits
 		s.prog = s.progs[k]
 		// A JSON object's program is made of its file's members: it is never tied.
 		file.tied = file.tied[:0]
-		for _, t := range s.tied {
+		for _, t := range s.s.tied {
 			if f := s.progs[t].format; !f.AnyObject() && !s.prog.format.AnyObject() {
 				file.tied = append(file.tied, f.ID())
 			}
@@ -348,18 +348,18 @@ func (s *Session) decide(file *fileFormat, input string, sink Sink, done LineDon
 	}
 }
 
-// readFirst is the candidate of index k that chooseFits chose for a file of input, or,
+// readFirst is the candidate of index k that chooseFits chose for lines of input, or,
 // when no rule applies to its lines (no variant of a rule reading input is of it), the
-// first of those tied with it (Session.tied) that a rule applies to, k then among the
+// first of those tied with it (scratch.tied) that a rule applies to, k then among the
 // tied: an Apache log whose rules read Apache's names is read by apache_combined,
 // though nginx's combined, listed first, fits its lines alike.
-func (s *Session) readFirst(k int, input string) int {
-	if s.progs[k].format.AnyObject() || s.progs[k].reads(input) {
+func readFirst(cands []*formatProgram, k int, tied []int, input string) int {
+	if cands[k].format.AnyObject() || cands[k].reads(input) {
 		return k
 	}
-	for i, t := range s.tied {
-		if !s.progs[t].format.AnyObject() && s.progs[t].reads(input) {
-			s.tied[i] = k
+	for i, t := range tied {
+		if !cands[t].format.AnyObject() && cands[t].reads(input) {
+			tied[i] = k
 			return t
 		}
 	}
@@ -481,6 +481,10 @@ func (s *Session) readTied(file *fileFormat, input string, sink Sink, done LineD
 		file.held, file.heldTimes, file.heldPaths = file.held[:last], file.heldTimes[:last], file.heldPaths[:last]
 		s.flush(file, input, sink, done)
 		fits, wellFormed := s.p.parse(s.s, prog.groups, false, input, line, wrapperTime, sink)
+		// Its slot, past those held, would keep its copy until the file held a line again.
+		clear(file.held[last : last+1])
+		clear(file.heldTimes[last : last+1])
+		clear(file.heldPaths[last : last+1])
 		s.fitAgain(file)
 		// The line's LineDone asks the Session of the program that read it (program,
 		// by Fitted and ExplainWrapped): the tied one's while it is told.

@@ -23,7 +23,9 @@ type sizes struct {
 // scratch is what one Parse call writes to. Buffers keep their capacity between calls, so
 // once they have grown to the longest label set seen, a line allocates nothing.
 type scratch struct {
-	caps      []int
+	caps []int
+	// tied is chooseFits' buffer of the candidates tied with the one it chose.
+	tied      []int
 	whereCaps []int
 	key       []byte
 	ends      []int

@@ -27,8 +27,6 @@ type Session struct {
 	formats uint64
 	// cur keeps the path captures given while held lines are parsed with their own.
 	cur pathState
-	// tied is chooseFits' buffer of the candidates tied with the one it chose.
-	tied []int
 }
 
 // NewSession returns a Session of p's rules.

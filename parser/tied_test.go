@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -177,8 +178,8 @@ func BenchmarkParseFileTied(b *testing.B) {
 	}
 }
 
-// Of candidates that an Apache log's plain lines fit alike, the file is read by one that a
-// rule applies to: rules reading Apache's names alone count every line of it, as rules
+// Of candidates that an Apache log's plain lines fit alike, the file (and a line read
+// alone) is read by one that a rule applies to: rules reading Apache's names alone count every line of it, as rules
 // reading nginx's alone do; the one listed first is chosen when rules read both, or
 // neither.
 func TestSessionTieGoesToFormatRead(t *testing.T) {
@@ -211,6 +212,58 @@ func TestSessionTieGoesToFormatRead(t *testing.T) {
 			if requests != len(log) || count.lines != len(log) {
 				t.Errorf("%d of %d lines parsed, %d requests counted; want every line", count.lines, len(log), requests)
 			}
+			// A line read alone (the line tester, a warm start's backfill) is read so too.
+			p.Parse("pods", []byte(log[0].line), rec)
+			p.NewSession().ParseWrapped("pods", []byte(log[0].line), nil, rec)
+			if got := len(rec.take()); got != 2 {
+				t.Errorf("a line read alone by Parser and Session gave %d events, want 2", got)
+			}
 		})
+	}
+}
+
+// A line a tied candidate reads is told of after the lines held before it, in the order
+// of the file, as --explain numbers them: misfits, then it; the file keeps a copy of none.
+func TestSessionTiedLineAfterHeld(t *testing.T) {
+	c := mustParse(t, autoRules)
+	p := newOfInputs(t, c)
+	s, _, rec, _ := autoSession(t, p, c)
+	const garbage = "[Fri Mar 01 12:00:00 2024] [error] AH00124: request exceeded the limit"
+	lines := []string{
+		`203.0.113.7 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 612 "-" "curl/8.5.0"`,
+		garbage, garbage,
+		`203.0.113.7 - - [01/Mar/2024:12:00:01 +0000] "GET / HTTP/1.1" 404 - "-" "a \"b\" c"`,
+	}
+	var told []bool
+	done := func(_, fitted bool) { told = append(told, fitted) }
+	for _, l := range lines {
+		s.ParseFile("access.log", "pods", []byte(l), nil, rec, done)
+	}
+	if want := []bool{true, false, false, true}; !slices.Equal(told, want) {
+		t.Errorf("lines told of as fitted %v, want %v", told, want)
+	}
+	// What the file held is let go of, the line read by the tied candidate too.
+	file := s.files.files["access.log"]
+	if held := file.held[:cap(file.held)]; slices.ContainsFunc(held, func(l []byte) bool { return l != nil }) {
+		t.Errorf("the file keeps %q", held)
+	}
+}
+
+// A file whose format is chosen again (nginx's main after an Apache log's lines) keeps no
+// tie of the format it had: a line of Apache's \" is held as any other misfit.
+func TestSessionChosenAgainDropsTie(t *testing.T) {
+	c := mustParse(t, autoRules)
+	p := newOfInputs(t, c)
+	s, files, rec, count := autoSession(t, p, c)
+	s.ParseFile("access.log", "pods", []byte(`203.0.113.7 - - [01/Mar/2024:12:00:00 +0000] "GET / HTTP/1.1" 200 612 "-" "curl/8.5.0"`), nil, rec, count.done)
+	for range MaxHeld {
+		s.ParseFile("access.log", "pods", []byte(`203.0.113.7 - - [01/Mar/2024:12:00:01 +0000] "GET / HTTP/1.1" 200 612 "-" "curl/8.5.0" "-"`), nil, rec, count.done)
+	}
+	if f := files.Formats(); !maps.Equal(f, map[string]int{"main": 1}) {
+		t.Fatalf("formats %v, want the file read as main", f)
+	}
+	s.ParseFile("access.log", "pods", []byte(`203.0.113.7 - - [01/Mar/2024:12:00:02 +0000] "GET / HTTP/1.1" 404 - "-" "a \"b\" c"`), nil, rec, count.done)
+	if !s.Holds() || count.lines != 1+MaxHeld {
+		t.Errorf("%d lines parsed, held %v; want %d, the last held", count.lines, s.Holds(), 1+MaxHeld)
 	}
 }
