@@ -628,12 +628,14 @@ func TestFlagOverContainerLimit(t *testing.T) {
 }
 
 // A one-shot's path with ".", ".." or an empty element after a wildcard, which no
-// directory listing gives, is refused as an input's path is, naming the element and the
-// cleaned path: "no file matches" would read as a mistyped name, the file being there.
+// directory listing gives, or with a range that holds no character, is refused as an
+// input's path is, naming the element or the range: "no file matches" would read as a
+// mistyped name, the file being there.
 func TestOneShotUnlistedGlobRefused(t *testing.T) {
 	for _, c := range []struct{ path, want string }{
 		{"examples/*/../access.log", `has ".." after a wildcard, which no directory listing gives: the glob matches no file; give the cleaned path examples/access.log`},
 		{"examples/*//access.log", "has an empty element (//) after a wildcard"},
+		{"examples/[z-a]ccess.log", "has the range [z-a], which holds no character as z comes after a: write it [a-z]"},
 	} {
 		for _, mode := range [][]string{{"--replay=" + c.path}, {"--explain=" + c.path}, {"--config.check", "--sample=" + c.path}} {
 			t.Run(strings.Join(mode, " "), func(t *testing.T) {

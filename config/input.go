@@ -390,9 +390,8 @@ func (d *decoder) path(path string, line int, subject string, sources map[string
 		d.add(line, subject, "path: %q %v", path, err)
 		return
 	}
-	if lo, hi, ok := emptyRange(path); ok {
-		d.add(line, subject, "path: %q has the range [%s-%s], which holds no character as %s comes after %s: write it [%[3]s-%[2]s]",
-			path, classChar(lo), classChar(hi), lo, hi)
+	if err := EmptyRange(path); err != nil {
+		d.add(line, subject, "path: %q %v", path, err)
 		return
 	}
 	// Two spellings of one path (./, //, a trailing /.) follow one file twice.
@@ -474,6 +473,19 @@ func emptyRange(path string) (lo, hi string, ok bool) {
 		}
 	}
 	return "", "", false
+}
+
+// EmptyRange refuses a glob with a range that holds no character ([z-a]), naming it and
+// its right order, as what follows the path in a message; nil for another path. Match
+// takes such a range, and the glob matches no file, ever. The one-shots' paths, given on
+// the command line, are refused as an input's.
+func EmptyRange(path string) error {
+	lo, hi, ok := emptyRange(path)
+	if !ok {
+		return nil
+	}
+	return fmt.Errorf("has the range [%s-%s], which holds no character as %s comes after %s: write it [%[2]s-%[1]s]",
+		classChar(lo), classChar(hi), lo, hi)
 }
 
 // classChar is c as a range's end is written in a class: a ], - or \ escaped, which would

@@ -291,8 +291,10 @@ func (o Options) normalize() (Options, error) {
 		if _, err := filepath.Match(o.Path, ""); err != nil {
 			return o, fmt.Errorf("follow: path %q: %w", o.Path, err)
 		}
-		if err := config.UnlistedElement(o.Path); err != nil {
-			return o, fmt.Errorf("follow: path %q %w", o.Path, err)
+		for _, check := range []func(string) error{config.UnlistedElement, config.EmptyRange} {
+			if err := check(o.Path); err != nil {
+				return o, fmt.Errorf("follow: path %q %w", o.Path, err)
+			}
 		}
 	}
 	switch {
