@@ -69,6 +69,19 @@ var (
 	ErrVersion = errors.New("snapshot of another format version")
 	// ErrTooLarge is the error of a snapshot over the size the caller allows.
 	ErrTooLarge = errors.New("snapshot too large")
+	// ErrNotSynced is in the error of a Commit that put the new snapshot in place but
+	// could not sync its directory: the snapshot is written, and the next one replaces
+	// it as any other, but the rename may not last a crash of the host (the last
+	// snapshot, or none, would be found instead). It is not a failed snapshot.
+	ErrNotSynced = errors.New("in place, but its directory could not be synced: it may not last a crash of the host")
+)
+
+// Hooks of tests: what a Writer's and a Spill's file is written through, and how a
+// directory is synced. A full or failing disk is not at hand in a test (nor a small
+// tmpfs); these fail as one does.
+var (
+	fileWriter    = func(f *os.File) io.Writer { return f }
+	syncDirectory = (*os.File).Sync
 )
 
 // castagnoli is the CRC-32C table. crc32.MakeTable makes it once, at its first call, and
@@ -85,6 +98,7 @@ const tmpPrefix = FileName + ".tmp-"
 // directory has one writer at a time.
 type Writer struct {
 	dir  string
+	path string // the snapshot's, once committed: dir/FileName
 	f    *os.File
 	w    *bufio.Writer
 	file hash.Hash32 // CRC of the whole file so far
@@ -100,11 +114,12 @@ func Create(dir string) (*Writer, error) {
 	for _, p := range named(dir, tmpPrefix) {
 		os.Remove(p)
 	}
+	path := filepath.Join(dir, FileName)
 	f, err := os.CreateTemp(dir, tmpPrefix+"*")
 	if err != nil {
-		return nil, fmt.Errorf("snapshot: %w", err)
+		return nil, fmt.Errorf("snapshot %s: %w", path, err)
 	}
-	w := &Writer{dir: dir, f: f, w: bufio.NewWriterSize(f, 1<<16), file: crc32.New(castagnoli())}
+	w := &Writer{dir: dir, path: path, f: f, w: bufio.NewWriterSize(fileWriter(f), 1<<16), file: crc32.New(castagnoli())}
 	w.write(binary.LittleEndian.AppendUint32([]byte(magic), Version))
 	return w, nil
 }
@@ -123,12 +138,30 @@ func named(dir, prefix string) []string {
 	return paths
 }
 
+// fail keeps err, of op on the temporary file, as the writer's error unless it has one,
+// naming the snapshot and its temporary file: the error of a full disk (ENOSPC) says
+// neither unless the file's own call made it a *fs.PathError.
+func (w *Writer) fail(op string, err error) {
+	if w.err == nil && err != nil {
+		w.err = fmt.Errorf("snapshot %s: %w", w.path, onFile(op, w.f.Name(), err))
+	}
+}
+
+// onFile returns err as a *fs.PathError of op on path, unless it is one of path already.
+func onFile(op, path string, err error) error {
+	if pe, ok := err.(*fs.PathError); ok && pe.Path == path {
+		return err
+	}
+	return &fs.PathError{Op: op, Path: path, Err: err}
+}
+
 // write writes b to the file and the CRCs, remembering the first error.
 func (w *Writer) write(b []byte) {
 	if w.err != nil {
 		return
 	}
-	if _, w.err = w.w.Write(b); w.err != nil {
+	if _, err := w.w.Write(b); err != nil {
+		w.fail("write", err)
 		return
 	}
 	w.file.Write(b)
@@ -169,55 +202,62 @@ func (w *Writer) Record(b []byte) error {
 // recordHead writes the length of a record of n bytes, which are to follow.
 func (w *Writer) recordHead(n int64) {
 	if w.err == nil && w.sec == nil {
-		w.err = errors.New("snapshot: record outside a section")
+		w.err = fmt.Errorf("snapshot %s: record outside a section", w.path)
 	}
 	w.write(wire.AppendUvarint(w.buf[:0], uint64(n)+1))
 }
 
 // Commit ends the snapshot and puts it in place of the last one: synced to disk, renamed
-// to FileName, and the directory synced so that the rename lasts. On any error the last
-// snapshot is left as it was and the temporary file is removed.
+// to FileName, and the directory synced so that the rename lasts. On any error before
+// the rename the last snapshot is left as it was and the temporary file is removed; the
+// error names both files. One of the directory's sync, after the rename, wraps
+// ErrNotSynced: the new snapshot is in place.
 func (w *Writer) Commit() error {
 	w.endSection()
 	end := binary.AppendUvarint(append(w.buf[:0], markEnd), uint64(w.n))
 	w.write(end)
 	w.write(binary.LittleEndian.AppendUint32(w.buf[:0], w.file.Sum32()))
 	if w.err == nil {
-		w.err = w.w.Flush()
+		w.fail("write", w.w.Flush())
 	}
 	if w.err == nil {
-		w.err = w.f.Sync()
+		w.fail("sync", w.f.Sync())
 	}
-	if err := w.f.Close(); w.err == nil {
-		w.err = err
-	}
+	w.fail("close", w.f.Close())
 	if w.err == nil {
-		w.err = os.Rename(w.f.Name(), filepath.Join(w.dir, FileName))
+		// A *os.LinkError, which names both files.
+		if err := os.Rename(w.f.Name(), w.path); err != nil {
+			w.err = fmt.Errorf("snapshot %s: %w", w.path, err)
+		}
 	}
 	if w.err != nil {
 		os.Remove(w.f.Name())
-		return fmt.Errorf("snapshot: %w", w.err)
+		return w.err
 	}
-	return syncDir(w.dir)
+	if err := syncDir(w.dir); err != nil {
+		return fmt.Errorf("snapshot %s %w: %w", w.path, ErrNotSynced, err)
+	}
+	return nil
 }
 
 // Abort throws the snapshot away; the last one stays. It may follow Commit, to no effect.
 func (w *Writer) Abort() {
 	if w.err == nil {
-		w.err = errors.New("aborted")
+		w.err = fmt.Errorf("snapshot %s: aborted", w.path)
 	}
 	w.f.Close()
 	os.Remove(w.f.Name())
 }
 
+// syncDir syncs dir, so that a rename in it lasts a crash; its error names dir.
 func syncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
-		return fmt.Errorf("snapshot: %w", err)
+		return err
 	}
 	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("snapshot: sync %s: %w", dir, err)
+	if err := syncDirectory(d); err != nil {
+		return onFile("sync", dir, err)
 	}
 	return nil
 }
@@ -246,6 +286,7 @@ func Write(dir string, fill func(w *Writer) error) error {
 // dirty pages before writing them, so it mostly never reaches the disk. It is not safe
 // for concurrent use.
 type Spill struct {
+	path string // the snapshot's the spill is for: dir/FileName
 	f    *os.File
 	w    *bufio.Writer
 	size int64 // bytes added
@@ -267,23 +308,32 @@ const spillBuffer = 1 << 16
 
 // NewSpill makes a Spill in dir, which must exist.
 func NewSpill(dir string) (*Spill, error) {
+	path := filepath.Join(dir, FileName)
 	f, err := os.CreateTemp(dir, tmpPrefix+"*")
 	if err != nil {
-		return nil, fmt.Errorf("snapshot: %w", err)
+		return nil, fmt.Errorf("snapshot %s: spill: %w", path, err)
 	}
 	// A system that does not remove an open file leaves it to Close, or to the next
 	// Create after a crash.
 	_ = os.Remove(f.Name())
-	return &Spill{f: f, w: bufio.NewWriterSize(f, spillBuffer)}, nil
+	return &Spill{path: path, f: f, w: bufio.NewWriterSize(fileWriter(f), spillBuffer)}, nil
+}
+
+// wrap returns err, of op on the spill's file, naming the snapshot and that file (removed
+// as it was made, but the one whose disk filled).
+func (s *Spill) wrap(op string, err error) error {
+	return fmt.Errorf("snapshot %s: spill: %w", s.path, onFile(op, s.f.Name(), err))
 }
 
 // Add writes rec to the spill and returns where it is; rec is not retained.
 func (s *Spill) Add(rec []byte) (Span, error) {
 	if s.err == nil {
-		_, s.err = s.w.Write(rec)
+		if _, err := s.w.Write(rec); err != nil {
+			s.err = s.wrap("write", err)
+		}
 	}
 	if s.err != nil {
-		return Span{}, fmt.Errorf("snapshot: %w", s.err)
+		return Span{}, s.err
 	}
 	span := Span{s.size, int64(len(rec))}
 	s.size += span.n
@@ -304,7 +354,9 @@ func (s *Spill) Close() error {
 // to end.
 func (w *Writer) Spilled(sp *Spill, spans []Span) error {
 	if w.err == nil && sp.err == nil {
-		sp.err = sp.w.Flush()
+		if err := sp.w.Flush(); err != nil {
+			sp.err = sp.wrap("write", err)
+		}
 	}
 	if w.err == nil && sp.err != nil {
 		w.err = sp.err
@@ -322,14 +374,16 @@ func (w *Writer) Spilled(sp *Spill, spans []Span) error {
 			}
 			sp.pos = span.off
 		}
-		if _, w.err = sp.r.Discard(int(span.off - sp.pos)); w.err != nil {
+		if _, err := sp.r.Discard(int(span.off - sp.pos)); err != nil {
+			w.err = sp.wrap("read", err)
 			break
 		}
 		sp.pos = span.off
 		w.recordHead(span.n)
 		for left := span.n; left > 0 && w.err == nil; {
-			var b []byte
-			if b, w.err = sp.r.Peek(int(min(left, spillBuffer))); w.err != nil {
+			b, err := sp.r.Peek(int(min(left, spillBuffer)))
+			if err != nil {
+				w.err = sp.wrap("read", err)
 				break
 			}
 			w.write(b)
