@@ -659,13 +659,14 @@ func (p *Pipeline) Snapshot() error {
 	}
 	p.mu.Unlock()
 	// Without them, the cut encodes them all, into a spill of its own (which says why
-	// the snapshot failed, if one cannot be made).
+	// the snapshot failed, if one cannot be made), while the inputs wait; why they are
+	// not is logged with the snapshot (aheadErr).
 	var ahead *store.Encoded
 	var sp *storage.Spill
+	var aheadErr error
 	if ready {
-		if sp, _ = storage.NewSpill(p.storage.dir); sp != nil {
-			var err error
-			if ahead, err = p.storage.encodeAhead(set, sp); err != nil {
+		if sp, aheadErr = storage.NewSpill(p.storage.dir); aheadErr == nil {
+			if ahead, aheadErr = p.storage.encodeAhead(set, sp); aheadErr != nil {
 				sp.Close()
 				ahead, sp = nil, nil
 			}
@@ -680,16 +681,17 @@ func (p *Pipeline) Snapshot() error {
 		// Stop wrote the last one, with the positions of inputs that no longer run.
 		return errStopped
 	}
-	return p.snapshot(ahead, sp, begin, p.mu.Unlock)
+	return p.snapshot(ahead, sp, aheadErr, begin, p.mu.Unlock)
 }
 
 // snapshot writes a snapshot begun at begin, of the series encoded ahead into sp (or
-// nil, and sp nil), with p.mu held, which keeps the inputs from coming and going (a
-// reload's new follower would otherwise start or stop during the cut); cutDone is called once the cut is taken,
-// before the file is written, and may let p.mu go. The cut is taken after p.mu: a reload
-// that holds p.mu may wait for a follower that waits for the cut. The snapshots are
-// written in the order of their cuts: s.write is taken under p.mu.
-func (p *Pipeline) snapshot(ahead *store.Encoded, sp *storage.Spill, begin time.Time, cutDone func()) error {
+// nil, and sp nil; aheadErr says why when they could not be), with p.mu held, which keeps
+// the inputs from coming and going (a reload's new follower would otherwise start or stop
+// during the cut); cutDone is called once the cut is taken, before the file is written,
+// and may let p.mu go. The cut is taken after p.mu: a reload that holds p.mu may wait for
+// a follower that waits for the cut. The snapshots are written in the order of their
+// cuts: s.write is taken under p.mu.
+func (p *Pipeline) snapshot(ahead *store.Encoded, sp *storage.Spill, aheadErr error, begin time.Time, cutDone func()) error {
 	s := p.storage
 	s.write.Lock()
 	defer s.write.Unlock()
@@ -815,10 +817,26 @@ func (p *Pipeline) snapshot(ahead *store.Encoded, sp *storage.Spill, begin time.
 		})
 	}
 	took := time.Since(begin)
-	if err != nil {
+	written := err == nil || errors.Is(err, storage.ErrNotSynced)
+	if !written {
+		attrs := []any{"dir", s.dir, "err", err}
+		if aheadErr != nil {
+			// What kept the series from being encoded ahead (a full disk) may be what
+			// failed the snapshot, or may not.
+			attrs = append(attrs, "ahead_err", aheadErr)
+		}
 		s.update(func(st *selfmetric.StorageStats) { st.Failures++ })
-		p.opts.Logger.Warn("cannot write the snapshot: the previous one stays", "dir", s.dir, "err", err)
+		p.opts.Logger.Warn("cannot write the snapshot: the previous one stays", attrs...)
 		return err
+	}
+	if err != nil {
+		// The new snapshot is in place, and the next one replaces it as any other: it is
+		// written, and counted so; only whether it lasts a crash of the host is not known.
+		p.opts.Logger.Warn("the snapshot was written, but the storage directory could not be synced: it may not last a crash of the host", "dir", s.dir, "err", err)
+	}
+	if aheadErr != nil {
+		// The snapshot is whole, but the cut encoded every series, while the inputs waited.
+		p.opts.Logger.Warn("the series could not be encoded ahead of the snapshot's cut: they were encoded at the cut, while the inputs waited", "dir", s.dir, "err", aheadErr)
 	}
 	size := int64(0)
 	if fi, err := os.Stat(s.dir + string(os.PathSeparator) + storage.FileName); err == nil {

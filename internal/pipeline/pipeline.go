@@ -573,7 +573,7 @@ func (p *Pipeline) Stop() {
 			in.stop()
 		}
 		// The readers have stopped: the cut, which encodes every series, holds no one up.
-		if p.snapshot(nil, nil, time.Now(), func() {}) == nil {
+		if p.snapshot(nil, nil, nil, time.Now(), func() {}) == nil {
 			p.opts.Logger.Info("snapshot written at shutdown", "dir", p.storage.dir)
 		}
 		p.storage.release()
