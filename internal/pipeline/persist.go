@@ -817,6 +817,9 @@ func (p *Pipeline) snapshot(ahead *store.Encoded, sp *storage.Spill, aheadErr er
 		})
 	}
 	took := time.Since(begin)
+	if aheadErr != nil {
+		s.update(func(st *selfmetric.StorageStats) { st.AheadFailures++ })
+	}
 	written := err == nil || errors.Is(err, storage.ErrNotSynced)
 	if !written {
 		attrs := []any{"dir", s.dir, "err", err}
@@ -832,6 +835,7 @@ func (p *Pipeline) snapshot(ahead *store.Encoded, sp *storage.Spill, aheadErr er
 	if err != nil {
 		// The new snapshot is in place, and the next one replaces it as any other: it is
 		// written, and counted so; only whether it lasts a crash of the host is not known.
+		s.update(func(st *selfmetric.StorageStats) { st.Unsynced++ })
 		p.opts.Logger.Warn("the snapshot was written, but the storage directory could not be synced: it may not last a crash of the host", "dir", s.dir, "err", err)
 	}
 	if aheadErr != nil {

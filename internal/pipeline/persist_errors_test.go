@@ -17,10 +17,10 @@ import (
 )
 
 // TestSnapshotNotSynced: a snapshot whose directory could not be synced after the rename
-// (storage.ErrNotSynced) is in place: it is counted as written, not as a failure, and
-// warned of as not known to last a crash, naming the directory and the error. The next
-// snapshot is written and counted as any other, and a restart restores the one not
-// synced.
+// (storage.ErrNotSynced) is in place: it is counted as written (and as not synced), not
+// as a failure, and warned of as not known to last a crash, naming the directory and the
+// error. The next snapshot is written and counted as any other, and a restart restores
+// the one not synced.
 func TestSnapshotNotSynced(t *testing.T) {
 	dir, log := filepath.Join(t.TempDir(), "storage"), filepath.Join(t.TempDir(), "access.log")
 	var out syncbuf.Buffer
@@ -38,8 +38,8 @@ func TestSnapshotNotSynced(t *testing.T) {
 	if err := p.Snapshot(); err != nil {
 		t.Fatalf("Snapshot: %v, want it written", err)
 	}
-	if s := p.StorageStats(); s.Snapshots != 1 || s.Failures != 0 || s.LastBytes == 0 || s.LastSuccess.IsZero() {
-		t.Errorf("storage stats %+v, want one snapshot written", s)
+	if s := p.StorageStats(); s.Snapshots != 1 || s.Failures != 0 || s.Unsynced != 1 || s.LastBytes == 0 || s.LastSuccess.IsZero() {
+		t.Errorf("storage stats %+v, want one snapshot written, not synced", s)
 	}
 	logged := out.String()
 	for _, want := range []string{"the storage directory could not be synced", "dir=" + dir, "sync " + dir + ": input/output error"} {
@@ -61,8 +61,8 @@ func TestSnapshotNotSynced(t *testing.T) {
 	if err := p.Snapshot(); err != nil {
 		t.Fatalf("the next snapshot: %v", err)
 	}
-	if s := p.StorageStats(); s.Snapshots != 2 || s.Failures != 0 {
-		t.Errorf("storage stats %+v after the next snapshot, want two written", s)
+	if s := p.StorageStats(); s.Snapshots != 2 || s.Failures != 0 || s.Unsynced != 1 {
+		t.Errorf("storage stats %+v after the next snapshot, want two written, one not synced", s)
 	}
 
 	kill(t, p, dir, kept)
@@ -74,7 +74,8 @@ func TestSnapshotNotSynced(t *testing.T) {
 // TestSnapshotAheadFails: series that cannot be encoded ahead of the cut (a full disk
 // under the spill) are encoded at the cut; that is not silent: a snapshot written so is
 // warned of, naming the error (the rule, the spill's file, ENOSPC), and one that then fails
-// says it beside its own error. Only a snapshot that failed is counted as one.
+// says it beside its own error. Only a snapshot that failed is counted as one; either
+// is counted as not encoded ahead.
 func TestSnapshotAheadFails(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
@@ -101,12 +102,12 @@ func TestSnapshotAheadFails(t *testing.T) {
 			if tc.writeFails != (err != nil) {
 				t.Fatalf("Snapshot: %v, want failed %v", err, tc.writeFails)
 			}
-			wantStats := [2]uint64{1, 0} // written, failed
+			wantStats := [3]uint64{1, 0, 1} // written, failed, not encoded ahead
 			if tc.writeFails {
-				wantStats = [2]uint64{0, 1}
+				wantStats = [3]uint64{0, 1, 1}
 			}
-			if s := p.StorageStats(); [2]uint64{s.Snapshots, s.Failures} != wantStats {
-				t.Errorf("storage stats %+v, want written and failed %v", s, wantStats)
+			if s := p.StorageStats(); [3]uint64{s.Snapshots, s.Failures, s.AheadFailures} != wantStats {
+				t.Errorf("storage stats %+v, want written, failed and not encoded ahead %v", s, wantStats)
 			}
 			var line string
 			for l := range strings.Lines(out.String()) {

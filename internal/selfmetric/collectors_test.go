@@ -54,7 +54,8 @@ logwindow_series_max_bytes 1.34217728e+08
 func TestStorage(t *testing.T) {
 	names := []string{StorageSnapshots.Name, StorageSnapshotFailures.Name, StorageSnapshotBytes.Name,
 		StorageSnapshotDuration.Name, StorageSnapshotPause.Name, StorageLastSnapshot.Name,
-		StorageRestoreFailures.Name, StorageRestoredSeries.Name, StorageSkippedRules.Name, StorageSkippedRecords.Name}
+		StorageRestoreFailures.Name, StorageRestoredSeries.Name, StorageSkippedRules.Name, StorageSkippedRecords.Name,
+		StorageSnapshotUnsynced.Name, StorageAheadFailures.Name}
 	for _, tc := range []struct {
 		name string
 		st   StorageStats
@@ -63,13 +64,14 @@ func TestStorage(t *testing.T) {
 		{name: "off", st: StorageStats{Snapshots: 3}},
 		{name: "on", st: StorageStats{Enabled: true, Snapshots: 3, Failures: 1, LastBytes: 690000,
 			LastDuration: 60 * time.Millisecond, LastPause: 9 * time.Millisecond, LastSuccess: time.Unix(1500, 0),
-			RestoreFailures: 1, RestoredSeries: 10000, SkippedRules: 2, SkippedRecords: 3},
+			RestoreFailures: 1, RestoredSeries: 10000, SkippedRules: 2, SkippedRecords: 3, Unsynced: 4, AheadFailures: 5},
 			want: []string{
 				"logwindow_storage_snapshots_total 3", "logwindow_storage_snapshot_failures_total 1",
 				"logwindow_storage_snapshot_bytes 690000", "logwindow_storage_snapshot_duration_seconds 0.06",
 				"logwindow_storage_snapshot_pause_seconds 0.009", "logwindow_storage_last_snapshot_timestamp_seconds 1500",
 				"logwindow_storage_restore_failures_total 1", "logwindow_storage_restored_series 10000",
-				"logwindow_storage_skipped_rules 2", "logwindow_storage_skipped_records 3"}},
+				"logwindow_storage_skipped_rules 2", "logwindow_storage_skipped_records 3",
+				"logwindow_storage_snapshot_unsynced_total 4", "logwindow_storage_snapshot_ahead_failures_total 5"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var failed atomic.Uint64

@@ -14,6 +14,12 @@ type StorageStats struct {
 	// Snapshots and Failures count the snapshots written and those that failed (an
 	// unwritable directory, a full disk); each failure is logged.
 	Snapshots, Failures uint64
+	// Unsynced counts the snapshots written (in Snapshots) whose directory could not be
+	// synced after the rename: in place, but not known to last a crash of the host.
+	// AheadFailures counts the snapshots whose series could not be encoded ahead of the
+	// cut, and were at it while the inputs waited (or the snapshot then failed). Each is
+	// logged; counted too, so that a disk failing so can be alerted on.
+	Unsynced, AheadFailures uint64
 	// LastBytes, LastDuration and LastPause are of the last snapshot written: its size,
 	// how long it took whole, and how long the inputs waited for it (the cut).
 	LastBytes    int64
@@ -42,6 +48,12 @@ var (
 		nil}
 	StorageSnapshotFailures = Metric{"logwindow_storage_snapshot_failures_total",
 		"Snapshots that could not be written (an unwritable directory, a full disk); each is logged, the one before is kept.",
+		nil}
+	StorageSnapshotUnsynced = Metric{"logwindow_storage_snapshot_unsynced_total",
+		"Snapshots written whose storage directory could not be synced after the rename (in logwindow_storage_snapshots_total too): in place, but may not last a crash of the host; each is logged.",
+		nil}
+	StorageAheadFailures = Metric{"logwindow_storage_snapshot_ahead_failures_total",
+		"Snapshots whose series could not be encoded ahead of the cut (a full disk under the spill): encoded at the cut while the inputs waited, or the snapshot then failed; each is logged.",
 		nil}
 	StorageSnapshotBytes = Metric{"logwindow_storage_snapshot_bytes",
 		"Size of the last snapshot written.",
@@ -73,7 +85,7 @@ var (
 type Storage struct {
 	read   func() StorageStats
 	failed *atomic.Uint64
-	descs  [10]*prometheus.Desc
+	descs  [12]*prometheus.Desc
 }
 
 // NewStorage returns the collector of what read returns; it sends nothing while no
@@ -81,7 +93,8 @@ type Storage struct {
 func NewStorage(read func() StorageStats, failed *atomic.Uint64) *Storage {
 	c := &Storage{read: read, failed: failed}
 	for i, m := range []Metric{StorageSnapshots, StorageSnapshotFailures, StorageSnapshotBytes, StorageSnapshotDuration,
-		StorageSnapshotPause, StorageLastSnapshot, StorageRestoreFailures, StorageRestoredSeries, StorageSkippedRules, StorageSkippedRecords} {
+		StorageSnapshotPause, StorageLastSnapshot, StorageRestoreFailures, StorageRestoredSeries, StorageSkippedRules, StorageSkippedRecords,
+		StorageSnapshotUnsynced, StorageAheadFailures} {
 		c.descs[i] = m.Desc()
 	}
 	return c
@@ -109,4 +122,6 @@ func (c *Storage) Collect(ch chan<- prometheus.Metric) {
 	e.emit(c.descs[7], prometheus.GaugeValue, float64(st.RestoredSeries))
 	e.emit(c.descs[8], prometheus.GaugeValue, float64(st.SkippedRules))
 	e.emit(c.descs[9], prometheus.GaugeValue, float64(st.SkippedRecords))
+	e.emit(c.descs[10], prometheus.CounterValue, float64(st.Unsynced))
+	e.emit(c.descs[11], prometheus.CounterValue, float64(st.AheadFailures))
 }
