@@ -327,6 +327,36 @@ func TestBackfillSink(t *testing.T) {
 	}
 }
 
+// TestBackfillValues: a warm start's sink places a value rule's events in the windows
+// and leaves the `_total` alone: the lines were counted when the exporter read them before.
+func TestBackfillValues(t *testing.T) {
+	const now = 2000
+	cases := []struct {
+		name   string
+		values []float64
+	}{
+		{"one event", []float64{0.5}},
+		{"several events of one label set", []float64{0.5, 0.25, 2}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			rule := storetest.ValueRule("seconds", storetest.OneMin, "status")
+			rule.Timestamp = &config.Timestamp{CaptureName: "time", Layout: time.RFC3339}
+			set := newSet(t, storetest.Config(10, rule), nil)
+			k := set.NewBackfillSink()
+			var sum float64
+			for _, v := range tc.values {
+				write(k, line{labels: []string{"a"}, now: now, at: now - 10, value: v})
+				sum += v
+			}
+			got := read(set, 0, now)
+			if d := diff(got.series, map[string]series{"a": {0, []float64{sum}}}); d != "" {
+				t.Errorf("series:%s", d)
+			}
+		})
+	}
+}
+
 // TestConcurrentSinks: sinks on every shard (two of them sharing one) write the same label
 // sets at once while a reader reads as a scrape does and Expire runs; every line is in its
 // label set's `_total` and windows once, as a sum over the lines computes them, and the
