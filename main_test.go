@@ -649,6 +649,25 @@ func TestOneShotUnlistedGlobRefused(t *testing.T) {
 	}
 }
 
+// A file given to a one-shot that no input of the rule file reads and that holds no line
+// (example-rules.yaml's one input reads /var/log/nginx/access.log) exits 1 naming it,
+// where --replay, --explain and --config.check --sample exited 0 having read nothing.
+func TestOneShotEmptyFileRefused(t *testing.T) {
+	empty := filepath.Join(t.TempDir(), "empty.log")
+	if err := os.WriteFile(empty, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range [][]string{{"--replay=" + empty}, {"--explain=" + empty}, {"--config.check", "--sample=" + empty}} {
+		t.Run(strings.Join(mode, " "), func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(append([]string{"--config.file=example-rules.yaml"}, mode...), &stdout, &stderr)
+			if want := empty + ": it is empty, and no input reads this file"; code != 1 || !strings.Contains(stderr.String(), want) {
+				t.Errorf("exit %d, stderr %q; want exit 1 and an error with %q", code, stderr.String(), want)
+			}
+		})
+	}
+}
+
 // TestOneShotFlagCombinations runs every combination of the one-shots and the flags that
 // apply to one: each that does not go together is a flag error (exit 2, nothing printed)
 // naming the flags, the first of these that applies: two one-shots or more, --sample
@@ -760,3 +779,4 @@ func TestHelpAndVersionEndTheRun(t *testing.T) {
 		})
 	}
 }
+
