@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"io"
 	"io/fs"
 	"math"
 	"os"
@@ -13,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+
+	"github.com/alecthomas/kingpin/v2"
 
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/internal/dashboard"
@@ -780,3 +783,94 @@ func TestHelpAndVersionEndTheRun(t *testing.T) {
 	}
 }
 
+// kingpin's hidden flags print what they ask for as --help and --version do: to the
+// stdout run is given, where they printed to os.Stdout, so that a write of it that fails
+// (a full disk, a closed pipe) exits 1 saying so instead of 0; and the first of the flags
+// that print ends the run, where kingpin printed a --help-long after --version too.
+func TestPrintingFlagsOutput(t *testing.T) {
+	for _, tc := range []struct {
+		args  []string
+		want  string // what stdout starts with
+		alone bool   // nothing of a help after it
+	}{
+		{[]string{"--help"}, "usage: " + exporterName, false},
+		{[]string{"--version"}, exporterName + ", version ", true},
+		{[]string{"--help-long"}, "usage: " + exporterName, false},
+		{[]string{"--help-man"}, ".TH " + exporterName + " 1 ", false},
+		{[]string{"--completion-script-bash"}, "\n_" + exporterName + "_bash_autocomplete() {", true},
+		{[]string{"--completion-script-zsh"}, "#compdef " + exporterName, true},
+		{[]string{"--completion-bash", "--log.level"}, "debug\ninfo\nwarn\nerror", true},
+		{[]string{"--completion-bash", "--help-long", "--log.level"}, "debug\ninfo\nwarn\nerror", true},
+		{[]string{"--version", "--help-long"}, exporterName + ", version ", true},
+		{[]string{"--help-man", "--help"}, ".TH " + exporterName + " 1 ", true},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(tc.args, &stdout, &stderr)
+			out := stdout.String()
+			if code != 0 || stderr.Len() != 0 || !strings.HasPrefix(out, tc.want) {
+				t.Fatalf("exit %d, stdout %.80q, stderr %q; want exit 0, stdout %q...", code, out, stderr.String(), tc.want)
+			}
+			if tc.alone && strings.Contains(out, "usage:") {
+				t.Errorf("a help printed after what was asked for:\n%.300s", out)
+			}
+			stderr.Reset()
+			if code := run(tc.args, failingWriter{}, &stderr); code != 1 || !strings.Contains(stderr.String(), "writing the output: no space left on device") {
+				t.Errorf("a stdout that fails: exit %d, stderr %q; want 1 and the error", code, stderr.String())
+			}
+		})
+	}
+}
+
+// completions, which prints --completion-bash's words to run's stdout, completes as
+// kingpin's own --completion-bash, which prints them to os.Stdout, for an application of
+// flags alone: the flags, an enum's values, nothing after "--".
+func TestCompletionsAsKingpin(t *testing.T) {
+	app := func() *kingpin.Application {
+		a := kingpin.New("x", "")
+		a.Terminate(func(int) {})
+		a.Flag("config.file", "").String()
+		a.Flag("check", "").Bool()
+		a.Flag("log.level", "").Default("info").Enum("debug", "info", "warn")
+		a.Flag("secret", "").Hidden().String()
+		return a
+	}
+	for _, args := range [][]string{
+		{"--completion-bash"},
+		{"--completion-bash", ""},
+		{"--completion-bash", "--"},
+		{"--completion-bash", "--con"},
+		{"--completion-bash", "--check"},
+		{"--completion-bash", "--log.level"},
+		{"--completion-bash", "--log.level", ""},
+		{"--completion-bash", "--log.level", "in"},
+		{"--completion-bash", "--log.level", "info"},
+		{"--completion-bash", "--log.level", "info", "--"},
+		{"--completion-bash", "--config.file"},
+		{"--completion-bash", "--config.file", "a.yaml", "--c"},
+		{"--completion-bash", "--check", "--", "--"},
+		{"--completion-bash", "word"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			r, w, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			stdout := os.Stdout
+			os.Stdout = w
+			_, _ = app().Parse(args)
+			os.Stdout = stdout
+			w.Close()
+			want, err := io.ReadAll(r)
+			r.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := app()
+			ctx, _ := a.ParseContext(args)
+			if got := strings.Join(completions(a, ctx, args), "\n"); got != string(want) {
+				t.Errorf("completions %q, kingpin's %q", got, want)
+			}
+		})
+	}
+}
