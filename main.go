@@ -84,18 +84,9 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	}
 	app.Terminate(terminate)
 	versionText := version.Print(exporterName)
-	// kingpin's hidden flags (--help-long, --help-man, the completions) print to
-	// os.Stdout, not to the usage writer, so that a lost write of them went unseen: the
-	// first of the flags that print and end the run is printed here, to out, before
-	// kingpin's own actions run (errPrinted stops it).
-	app.PreAction(func(ctx *kingpin.ParseContext) error {
-		printed, err := printFlag(app, ctx, args, versionText, errorsKept{out})
-		if err != nil || !printed {
-			return err
-		}
-		terminate(0)
-		return errPrinted
-	})
+	// kingpin's hidden flags (--help-long, --help-man, the completions) print to os.Stdout,
+	// not to the usage writer: they are routed to out, as --help and --version are.
+	endPrinting := routePrintingFlags(app, out, versionText, terminate)
 	var (
 		configFile    = app.Flag("config.file", "Rule file (YAML). Default: "+strings.Join(defaultConfigFiles, ", else ")+", in the working directory.").PlaceHolder("FILE").String()
 		configCheck   = app.Flag("config.check", "Validate the rule file, and the web config and listen addresses given, as the start does; print every error, and exit (0 valid, 1 invalid).").Bool()
@@ -134,6 +125,7 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	app.Version(versionText)
 	app.HelpFlag.Short('h')
 	_, err := app.Parse(args)
+	endPrinting()
 	if terminated || out.err != nil { // help or version text, its failed write told above
 		return exit
 	}
@@ -372,79 +364,6 @@ func checkOneShots(check, dashboard bool, replay []string, explainSet bool, expl
 	return nil
 }
 
-// errPrinted ends kingpin's parse once printFlag printed what a flag asked for: its own
-// actions, which print to os.Stdout, are not run.
-var errPrinted = errors.New("printed")
-
-// printTemplates are the templates kingpin prints its hidden flags' text with, by flag.
-var printTemplates = map[string]string{
-	"help-long":              kingpin.LongHelpTemplate,
-	"help-man":               kingpin.ManPageTemplate,
-	"completion-script-bash": kingpin.BashCompletionTemplate,
-	"completion-script-zsh":  kingpin.ZshCompletionTemplate,
-}
-
-// printFlag prints to w, as kingpin would to os.Stdout, what the flags of ctx that print
-// and end the run ask for, and reports whether there was one: with --completion-bash the
-// completions of args (kingpin then runs no flag's action), else the first of --version
-// and the hidden flags of printTemplates, as kingpin runs their actions in the order
-// given and the first ends the run. --help is kingpin's own, printed to its usage writer
-// (w) once the actions ran, none of which printed.
-func printFlag(app *kingpin.Application, ctx *kingpin.ParseContext, args []string, versionText string, w io.Writer) (bool, error) {
-	if f := app.GetFlag("completion-bash"); f != nil && f.Model().Value.String() == "true" {
-		_, err := io.WriteString(w, strings.Join(completions(app, ctx, args), "\n"))
-		return true, err
-	}
-	for _, e := range ctx.Elements {
-		f, ok := e.Clause.(*kingpin.FlagClause)
-		if !ok {
-			continue
-		}
-		name := f.Model().Name
-		if name == "version" {
-			_, err := fmt.Fprintln(w, versionText)
-			return true, err
-		}
-		if tmpl, ok := printTemplates[name]; ok {
-			return true, app.UsageForContextWithTemplate(ctx, 2, tmpl)
-		}
-	}
-	return false, nil
-}
-
-// completions is what kingpin's --completion-bash prints for args (its first,
-// --completion-bash, as the completion script puts it): the flags, or the values of an
-// enum flag, that complete the last word, or the word before it. This application has no
-// commands nor arguments, whose completions are CmdCompletion's, and once kingpin's parse
-// reads past a "--" (which it reaches unless a word before it is refused) it completes
-// arguments alone: none.
-func completions(app *kingpin.Application, ctx *kingpin.ParseContext, args []string) []string {
-	var cur, prev string
-	if len(args) > 1 {
-		cur = args[len(args)-1]
-	}
-	if len(args) > 2 {
-		prev = args[len(args)-2]
-	}
-	if !strings.HasPrefix(cur, "--") && !strings.HasPrefix(prev, "--") {
-		return app.CmdCompletion(ctx)
-	}
-	if slices.Contains(args[1:len(args)-1], "--") {
-		return nil
-	}
-	var name, value string
-	if strings.HasPrefix(prev, "--") && !strings.HasPrefix(cur, "--") {
-		name, value = prev[2:], cur
-	} else {
-		name = cur[2:]
-	}
-	options, _, matched := app.FlagCompletion(name, value)
-	if matched {
-		return app.CmdCompletion(ctx)
-	}
-	return options
-}
-
 // memoryBound is the series' memory bound of --series.max-bytes (flagBytes, when set) or
 // of the container's memory limit, its trouble logged.
 func memoryBound(logger *slog.Logger, flagBytes int64, set bool) memlimit.Bound {
@@ -562,28 +481,3 @@ func flagError(app *kingpin.Application, args []string, err error) error {
 // loadConfig loads the rule file at the start: config.Load, which a test replaces to act
 // while the file loads.
 var loadConfig = config.Load
-
-// stickyWriter writes to w until a write fails, and keeps that first error.
-type stickyWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (s *stickyWriter) Write(p []byte) (int, error) {
-	if s.err != nil {
-		return 0, s.err
-	}
-	n, err := s.w.Write(p)
-	s.err = err
-	return n, err
-}
-
-// errorsKept hands kingpin the writes of its help and version text: it panics on an error
-// of its help's template, so each write succeeds for it, its error kept by the
-// stickyWriter alone.
-type errorsKept struct{ s *stickyWriter }
-
-func (e errorsKept) Write(p []byte) (int, error) {
-	_, _ = e.s.Write(p)
-	return len(p), nil
-}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"flag"
-	"io"
 	"io/fs"
 	"math"
 	"os"
@@ -14,8 +13,6 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
-
-	"github.com/alecthomas/kingpin/v2"
 
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/internal/dashboard"
@@ -787,6 +784,9 @@ func TestHelpAndVersionEndTheRun(t *testing.T) {
 // stdout run is given, where they printed to os.Stdout, so that a write of it that fails
 // (a full disk, a closed pipe) exits 1 saying so instead of 0; and the first of the flags
 // that print ends the run, where kingpin printed a --help-long after --version too.
+// --completion-bash's words are kingpin's own, through a pipe in place of os.Stdout, given
+// back after the run: a word it refuses before "--" (--check, no flag of this
+// application) leaves it completing flags.
 func TestPrintingFlagsOutput(t *testing.T) {
 	for _, tc := range []struct {
 		args  []string
@@ -801,12 +801,19 @@ func TestPrintingFlagsOutput(t *testing.T) {
 		{[]string{"--completion-script-zsh"}, "#compdef " + exporterName, true},
 		{[]string{"--completion-bash", "--log.level"}, "debug\ninfo\nwarn\nerror", true},
 		{[]string{"--completion-bash", "--help-long", "--log.level"}, "debug\ninfo\nwarn\nerror", true},
+		{[]string{"--completion-bash", "--"}, "--help\n--config.file\n", true},
+		{[]string{"--completion-bash", "--check", "--", "--"}, "--help\n--config.file\n", true},
 		{[]string{"--version", "--help-long"}, exporterName + ", version ", true},
 		{[]string{"--help-man", "--help"}, ".TH " + exporterName + " 1 ", true},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			osStdout := os.Stdout
 			var stdout, stderr bytes.Buffer
 			code := run(tc.args, &stdout, &stderr)
+			if os.Stdout != osStdout {
+				os.Stdout = osStdout
+				t.Fatal("os.Stdout is not given back after the run")
+			}
 			out := stdout.String()
 			if code != 0 || stderr.Len() != 0 || !strings.HasPrefix(out, tc.want) {
 				t.Fatalf("exit %d, stdout %.80q, stderr %q; want exit 0, stdout %q...", code, out, stderr.String(), tc.want)
@@ -817,59 +824,6 @@ func TestPrintingFlagsOutput(t *testing.T) {
 			stderr.Reset()
 			if code := run(tc.args, failingWriter{}, &stderr); code != 1 || !strings.Contains(stderr.String(), "writing the output: no space left on device") {
 				t.Errorf("a stdout that fails: exit %d, stderr %q; want 1 and the error", code, stderr.String())
-			}
-		})
-	}
-}
-
-// completions, which prints --completion-bash's words to run's stdout, completes as
-// kingpin's own --completion-bash, which prints them to os.Stdout, for an application of
-// flags alone: the flags, an enum's values, nothing after "--".
-func TestCompletionsAsKingpin(t *testing.T) {
-	app := func() *kingpin.Application {
-		a := kingpin.New("x", "")
-		a.Terminate(func(int) {})
-		a.Flag("config.file", "").String()
-		a.Flag("check", "").Bool()
-		a.Flag("log.level", "").Default("info").Enum("debug", "info", "warn")
-		a.Flag("secret", "").Hidden().String()
-		return a
-	}
-	for _, args := range [][]string{
-		{"--completion-bash"},
-		{"--completion-bash", ""},
-		{"--completion-bash", "--"},
-		{"--completion-bash", "--con"},
-		{"--completion-bash", "--check"},
-		{"--completion-bash", "--log.level"},
-		{"--completion-bash", "--log.level", ""},
-		{"--completion-bash", "--log.level", "in"},
-		{"--completion-bash", "--log.level", "info"},
-		{"--completion-bash", "--log.level", "info", "--"},
-		{"--completion-bash", "--config.file"},
-		{"--completion-bash", "--config.file", "a.yaml", "--c"},
-		{"--completion-bash", "--check", "--", "--"},
-		{"--completion-bash", "word"},
-	} {
-		t.Run(strings.Join(args, " "), func(t *testing.T) {
-			r, w, err := os.Pipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			stdout := os.Stdout
-			os.Stdout = w
-			_, _ = app().Parse(args)
-			os.Stdout = stdout
-			w.Close()
-			want, err := io.ReadAll(r)
-			r.Close()
-			if err != nil {
-				t.Fatal(err)
-			}
-			a := app()
-			ctx, _ := a.ParseContext(args)
-			if got := strings.Join(completions(a, ctx, args), "\n"); got != string(want) {
-				t.Errorf("completions %q, kingpin's %q", got, want)
 			}
 		})
 	}
