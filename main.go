@@ -76,12 +76,17 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	terminated, exit := false, 0
 	// The first of them ends the run, as kingpin's exit did: kingpin goes on parsing, and
 	// the help of a --help after --version would follow the version.
-	app.Terminate(func(code int) {
+	terminate := func(code int) {
 		if !terminated {
 			terminated, exit = true, code
 			app.UsageWriter(io.Discard)
 		}
-	})
+	}
+	app.Terminate(terminate)
+	versionText := version.Print(exporterName)
+	// kingpin's hidden flags (--help-long, --help-man, the completions) print to os.Stdout,
+	// not to the usage writer: they are routed to out, as --help and --version are.
+	endPrinting := routePrintingFlags(app, out, versionText, terminate)
 	var (
 		configFile    = app.Flag("config.file", "Rule file (YAML). Default: "+strings.Join(defaultConfigFiles, ", else ")+", in the working directory.").PlaceHolder("FILE").String()
 		configCheck   = app.Flag("config.check", "Validate the rule file, and the web config and listen addresses given, as the start does; print every error, and exit (0 valid, 1 invalid).").Bool()
@@ -117,9 +122,10 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	)
 	logConfig := &promslog.Config{}
 	promslogflag.AddFlags(app, logConfig)
-	app.Version(version.Print(exporterName))
+	app.Version(versionText)
 	app.HelpFlag.Short('h')
 	_, err := app.Parse(args)
+	endPrinting()
 	if terminated || out.err != nil { // help or version text, its failed write told above
 		return exit
 	}
@@ -475,28 +481,3 @@ func flagError(app *kingpin.Application, args []string, err error) error {
 // loadConfig loads the rule file at the start: config.Load, which a test replaces to act
 // while the file loads.
 var loadConfig = config.Load
-
-// stickyWriter writes to w until a write fails, and keeps that first error.
-type stickyWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (s *stickyWriter) Write(p []byte) (int, error) {
-	if s.err != nil {
-		return 0, s.err
-	}
-	n, err := s.w.Write(p)
-	s.err = err
-	return n, err
-}
-
-// errorsKept hands kingpin the writes of its help and version text: it panics on an error
-// of its help's template, so each write succeeds for it, its error kept by the
-// stickyWriter alone.
-type errorsKept struct{ s *stickyWriter }
-
-func (e errorsKept) Write(p []byte) (int, error) {
-	_, _ = e.s.Write(p)
-	return len(p), nil
-}

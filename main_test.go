@@ -649,6 +649,25 @@ func TestOneShotUnlistedGlobRefused(t *testing.T) {
 	}
 }
 
+// A file given to a one-shot that no input of the rule file reads and that holds no line
+// (example-rules.yaml's one input reads /var/log/nginx/access.log) exits 1 naming it,
+// where --replay, --explain and --config.check --sample exited 0 having read nothing.
+func TestOneShotEmptyFileRefused(t *testing.T) {
+	empty := filepath.Join(t.TempDir(), "empty.log")
+	if err := os.WriteFile(empty, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range [][]string{{"--replay=" + empty}, {"--explain=" + empty}, {"--config.check", "--sample=" + empty}} {
+		t.Run(strings.Join(mode, " "), func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(append([]string{"--config.file=example-rules.yaml"}, mode...), &stdout, &stderr)
+			if want := empty + ": it is empty, and no input reads this file"; code != 1 || !strings.Contains(stderr.String(), want) {
+				t.Errorf("exit %d, stderr %q; want exit 1 and an error with %q", code, stderr.String(), want)
+			}
+		})
+	}
+}
+
 // TestOneShotFlagCombinations runs every combination of the one-shots and the flags that
 // apply to one: each that does not go together is a flag error (exit 2, nothing printed)
 // naming the flags, the first of these that applies: two one-shots or more, --sample
@@ -756,6 +775,55 @@ func TestHelpAndVersionEndTheRun(t *testing.T) {
 			}
 			if tc.alone && strings.Contains(out, "usage:") {
 				t.Errorf("the help printed after the version:\n%.300s", out)
+			}
+		})
+	}
+}
+
+// kingpin's hidden flags print what they ask for as --help and --version do: to the
+// stdout run is given, where they printed to os.Stdout, so that a write of it that fails
+// (a full disk, a closed pipe) exits 1 saying so instead of 0; and the first of the flags
+// that print ends the run, where kingpin printed a --help-long after --version too.
+// --completion-bash's words are kingpin's own, through a pipe in place of os.Stdout, given
+// back after the run: a word it refuses before "--" (--check, no flag of this
+// application) leaves it completing flags.
+func TestPrintingFlagsOutput(t *testing.T) {
+	for _, tc := range []struct {
+		args  []string
+		want  string // what stdout starts with
+		alone bool   // nothing of a help after it
+	}{
+		{[]string{"--help"}, "usage: " + exporterName, false},
+		{[]string{"--version"}, exporterName + ", version ", true},
+		{[]string{"--help-long"}, "usage: " + exporterName, false},
+		{[]string{"--help-man"}, ".TH " + exporterName + " 1 ", false},
+		{[]string{"--completion-script-bash"}, "\n_" + exporterName + "_bash_autocomplete() {", true},
+		{[]string{"--completion-script-zsh"}, "#compdef " + exporterName, true},
+		{[]string{"--completion-bash", "--log.level"}, "debug\ninfo\nwarn\nerror", true},
+		{[]string{"--completion-bash", "--help-long", "--log.level"}, "debug\ninfo\nwarn\nerror", true},
+		{[]string{"--completion-bash", "--"}, "--help\n--config.file\n", true},
+		{[]string{"--completion-bash", "--check", "--", "--"}, "--help\n--config.file\n", true},
+		{[]string{"--version", "--help-long"}, exporterName + ", version ", true},
+		{[]string{"--help-man", "--help"}, ".TH " + exporterName + " 1 ", true},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			osStdout := os.Stdout
+			var stdout, stderr bytes.Buffer
+			code := run(tc.args, &stdout, &stderr)
+			if os.Stdout != osStdout {
+				os.Stdout = osStdout
+				t.Fatal("os.Stdout is not given back after the run")
+			}
+			out := stdout.String()
+			if code != 0 || stderr.Len() != 0 || !strings.HasPrefix(out, tc.want) {
+				t.Fatalf("exit %d, stdout %.80q, stderr %q; want exit 0, stdout %q...", code, out, stderr.String(), tc.want)
+			}
+			if tc.alone && strings.Contains(out, "usage:") {
+				t.Errorf("a help printed after what was asked for:\n%.300s", out)
+			}
+			stderr.Reset()
+			if code := run(tc.args, failingWriter{}, &stderr); code != 1 || !strings.Contains(stderr.String(), "writing the output: no space left on device") {
+				t.Errorf("a stdout that fails: exit %d, stderr %q; want 1 and the error", code, stderr.String())
 			}
 		})
 	}

@@ -39,6 +39,12 @@ func TestOneShotsFailWhenOutputIsLost(t *testing.T) {
 		{"dashboard", []string{rules, "--dashboard"}},
 		{"version", []string{"--version"}},
 		{"help", []string{"--help"}},
+		{"long help", []string{"--help-long"}},
+		{"man page", []string{"--help-man"}},
+		{"bash completion script", []string{"--completion-script-bash"}},
+		{"zsh completion script", []string{"--completion-script-zsh"}},
+		{"completions", []string{"--completion-bash", "--log.level"}},
+		{"version, then the long help", []string{"--version", "--help-long"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)

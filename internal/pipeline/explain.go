@@ -164,8 +164,13 @@ func Explain(cfg *config.Config, file string, maxLines int, opts Options, emit f
 		return err
 	}
 	fs := newFits(gen)
-	if _, err := replayFiles("explain", gen.parser, read, opts, &newestTime{}, fs); err != nil {
+	all, err := replayFiles("explain", gen.parser, read, opts, &newestTime{}, fs)
+	if err != nil {
 		return err
+	}
+	for i := range counts {
+		// Of a file whose lines are all too long, none was explained: noInputErr says so.
+		counts[i].tooLong = all[i].tooLong
 	}
 	return errors.Join(fs.write(opts.Summary), fs.readNothing("explain"), unreadErr("explain", read, counts), noInputErrs(cfg, "explain", read, counts))
 }

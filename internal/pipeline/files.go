@@ -314,13 +314,16 @@ func inputPaths(cfg *config.Config) string {
 	return strings.Join(paths, ", ")
 }
 
-// noInputErr fails a one-shot (mode is replay or explain) over a file that no input reads
-// and of whose lines no rule matched any: the output is all zeros, most likely because the
-// file was meant as an input's and is not, and a zero exit would let that pass unseen.
+// noInputErr fails a one-shot (mode is replay, explain or sample) over a file that no
+// input reads and of whose lines no rule matched any: the output is all zeros, most
+// likely because the file was meant as an input's and is not, and a zero exit would let
+// that pass unseen. So it does when the file gave the rules no line at all (empty, or
+// each line too long): a path that names neither an input's file nor a line is a mistake
+// as well, the more so as an input's empty file fails the one-shot (Fit.readNothing).
 // (What could not be read at all is unreadErr's.) It is a fileError, one line whatever
 // the file's name, as unreadErr's are.
-func (f fileInput) noInputErr(cfg *config.Config, mode string, lines int, matched bool) error {
-	if f.found || lines == 0 || matched {
+func (f fileInput) noInputErr(cfg *config.Config, mode string, c fileCount) error {
+	if f.found || c.received > 0 || c.lines == 0 && len(c.unread) > 0 {
 		return nil
 	}
 	sockets := ""
@@ -328,15 +331,25 @@ func (f fileInput) noInputErr(cfg *config.Config, mode string, lines int, matche
 		// soleSocket: the datagrams of which of several sockets a file holds, nothing says.
 		sockets = "; a file is read as a syslog input's datagrams only when that input is the configuration's one input"
 	}
-	return &fileError{mode, f.file, fmt.Errorf("no rule matched any of its %d lines, and no input reads this file (inputs: %s); rules restricted to an input, and an input's wrapper and path captures, apply to that input's files only: give the path of a file an input reads, or add an input whose path names it%s",
-		lines, inputPaths(cfg), sockets)}
+	what := fmt.Sprintf("no rule matched any of its %d lines", c.lines)
+	switch {
+	case c.lines > 0:
+	case c.tooLong > 0:
+		what = fmt.Sprintf("no rule read a line of it, its %d %s longer than --input.max-line-bytes", c.tooLong, plural(c.tooLong, "line is", "lines are"))
+	case config.IsGlob(f.file):
+		what = "the files it matches are empty"
+	default:
+		what = "it is empty"
+	}
+	return &fileError{mode, f.file, fmt.Errorf("%s, and no input reads this file (inputs: %s); rules restricted to an input, and an input's wrapper and path captures, apply to that input's files only: give the path of a file an input reads, or add an input whose path names it%s",
+		what, inputPaths(cfg), sockets)}
 }
 
 // noInputErrs are the noInputErr of each file a one-shot (mode) read, by its counts.
 func noInputErrs(cfg *config.Config, mode string, files []fileInput, counts []fileCount) error {
 	var errs []error
 	for i, f := range files {
-		errs = append(errs, f.noInputErr(cfg, mode, counts[i].lines, counts[i].received > 0))
+		errs = append(errs, f.noInputErr(cfg, mode, counts[i]))
 	}
 	return errors.Join(errs...)
 }

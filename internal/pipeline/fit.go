@@ -60,6 +60,21 @@ type Fit struct {
 	// nothing was, each of its files unreadable, is told of by its error alone, as a
 	// count of no lines would read as a file of none.
 	read int
+	// empty are the paths of the input read that held no line: a file given, a glob
+	// given (each of its matches empty), or a match of a glob read by itself; emptyNamed
+	// those of them given by name, which the input's line tells of though the input read
+	// lines of its other files. A log just rotated is empty beside the file rotated away
+	// from it, so that is no error; but the name may be a stale or mistyped one, which
+	// the user learns. A glob's empty match (a pod that logged nothing yet) is not told.
+	empty, emptyNamed []string
+}
+
+// emptyFile notes file, of f's input, as read and holding no line.
+func (f *Fit) emptyFile(file fileInput) {
+	f.empty = append(f.empty, file.file)
+	if file.glob == "" && !config.IsGlob(file.file) {
+		f.emptyNamed = append(f.emptyNamed, file.file)
+	}
 }
 
 // String is the one-shots' line about the input: `input NAME: N of M lines fit (first
@@ -104,6 +119,9 @@ func (f Fit) String() string {
 	}
 	if f.Unfinished > 0 {
 		notes = append(notes, fmt.Sprintf("%d %s at the end of their file skipped", f.Unfinished, plural(f.Unfinished, "message unfinished", "messages unfinished")))
+	}
+	if n := len(f.emptyNamed); n > 0 {
+		notes = append(notes, fmt.Sprintf("%d %s given empty: %s", n, plural(n, "file", "files"), f.named(f.emptyNamed)))
 	}
 	if f.idle() {
 		notes = append(notes, "its lines are an nginx image's start-up lines alone: no request yet")
@@ -368,12 +386,13 @@ func (fs *fits) misfits(mode string) error {
 
 // readNothing fails a one-shot in which an input was given files and read no line of
 // them, the files empty: it checked nothing, and zeros and a success would pass for rules
-// that fit the log. A file no input reads is fileInput.noInputErr's to judge.
+// that fit the log. The error names the files, so that a stale or mistyped name is found.
+// A file no input reads is fileInput.noInputErr's to judge.
 func (f Fit) readNothing(mode string) error {
 	if f.Input == "" || f.read == 0 || f.Lines+f.Skipped+f.TooLong+f.Malformed+f.Unfinished > 0 {
 		return nil
 	}
-	return fmt.Errorf("%s: input %s read no line: the files given are empty", mode, f.Input)
+	return fmt.Errorf("%s: input %s read no line: the files given are empty: %s", mode, f.Input, f.named(f.empty))
 }
 
 // readNothing fails a one-shot in which an input read no line of the files given it

@@ -82,12 +82,12 @@ type replaySink interface {
 	Received() uint64
 }
 
-// fileCount is what a replay made of one file: its lines, and the events and drops of
-// rules that matched them.
+// fileCount is what a replay made of one file: its lines, those too long to read, and
+// the events and drops of rules that matched them.
 type fileCount struct {
-	lines    int
-	received uint64
-	unread   []error // readCounts.unread
+	lines, tooLong int
+	received       uint64
+	unread         []error // readCounts.unread
 }
 
 // unreadErr is the error of what a one-shot (mode) could not read of files, after its
@@ -208,8 +208,11 @@ func replayFiles(mode string, p *parser.Parser, files []fileInput, opts Options,
 			if got.lines > 0 || len(got.unread) == 0 {
 				fit.read++
 			}
+			if file.found && got.lines+got.tooLong == 0 && len(got.unread) == 0 {
+				fit.emptyFile(file)
+			}
 		}
-		counts[i] = fileCount{lines: got.lines, received: sink.Received() - before, unread: got.unread}
+		counts[i] = fileCount{lines: got.lines, tooLong: got.tooLong, received: sink.Received() - before, unread: got.unread}
 	}
 	return counts, nil
 }
