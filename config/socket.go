@@ -259,8 +259,10 @@ func bracketedHost(host, after string) (netip.Addr, error) {
 	}
 	// The address with a zone, eth0 standing for the interface's name.
 	withZone := "[" + ip + "%25eth0]" + portOr514(after)
+	// An IPv4-mapped address is bound as the IPv4 one (169.254.0.1 needs no interface).
+	linkLocal := a.IsLinkLocalUnicast() && !a.Is4In6()
 	switch {
-	case !zoned && a.IsLinkLocalUnicast():
+	case !zoned && linkLocal:
 		// bind(2) refuses it (EINVAL): which interface's link is not known.
 		return netip.Addr{}, instead(fmt.Sprintf("[%s] is a link-local address (fe80::/10), which is bound on one interface, named after %%25 (here eth0)", host), "udp", withZone, "")
 	case !zoned:
@@ -281,7 +283,7 @@ func bracketedHost(host, after string) (netip.Addr, error) {
 		return netip.Addr{}, fmt.Errorf("[%s] is not an IPv6 address and zone a URL holds", host)
 	}
 	name := strings.TrimPrefix(u.Hostname(), ip+"%")
-	if !a.IsLinkLocalUnicast() {
+	if !linkLocal {
 		// The kernel reads the zone (sin6_scope_id) only where the address needs it.
 		return netip.Addr{}, instead(fmt.Sprintf("[%s] names the interface %s, which the kernel reads only for a link-local address (fe80::/10): on %s it is passed over, and the socket is on every interface", host, name, a), "udp", "["+ip+"]"+after, "")
 	}
@@ -294,10 +296,13 @@ func bracketedHost(host, after string) (netip.Addr, error) {
 // maxInterfaceName is the longest name Linux gives an interface (IFNAMSIZ less its NUL).
 const maxInterfaceName = 15
 
-// checkZone checks a zone decoded: an interface's index, or a name Linux gives an
+// checkZone checks a zone decoded: an interface's index (not 0), or a name Linux gives an
 // interface (dev_valid_name), which any other is not, found nowhere when bound.
 func checkZone(name string) error {
 	switch {
+	case strings.Trim(name, "0") == "":
+		// Index 0 is no interface: the address is bound as without one (EINVAL).
+		return errors.New("which is no interface's: index 0 is none, as if no zone were named")
 	case strings.Trim(name, "0123456789") == "":
 		return nil
 	case len(name) > maxInterfaceName:

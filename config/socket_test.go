@@ -59,6 +59,13 @@ func TestParseAddress(t *testing.T) {
 		{"udp://[fe80::1%25a%2525b]:514", SocketAddress{}, `: [fe80::1%25a%2525b] names the interface "a%25b", which is no interface's: a name holds no '%'`},
 		{"udp://[fe80::1%25" + strings.Repeat("e", 16) + "]:514", SocketAddress{}, `: [fe80::1%25` + strings.Repeat("e", 16) + `] names the interface "` + strings.Repeat("e", 16) + `", which is no interface's: a name is at most 15 bytes`},
 		{"udp://[fe80::1%25" + strings.Repeat("e", 15) + "]:514", SocketAddress{"udp", "[fe80::1%" + strings.Repeat("e", 15) + "]:514"}, ""},
+		// Index 0 is no interface: bind(2) refuses it as it refuses no zone (EINVAL).
+		{"udp://[fe80::1%250]:514", SocketAddress{}, `: [fe80::1%250] names the interface "0", which is no interface's: index 0 is none, as if no zone were named`},
+		{"udp://[fe80::1%25000]:514", SocketAddress{}, `: [fe80::1%25000] names the interface "000", which is no interface's: index 0 is none, as if no zone were named`},
+		{"udp://[fe80::1%2510]:514", SocketAddress{"udp", "[fe80::1%10]:514"}, ""},
+		// An IPv4-mapped link-local address is bound as the IPv4 one, which needs no
+		// interface (it loaded before zones were checked).
+		{"udp://[::ffff:169.254.0.1]:514", SocketAddress{"udp", "169.254.0.1:514"}, ""},
 		{"udp://:5140", SocketAddress{"udp", ":5140"}, ""},
 		{"udp://localhost:5140", SocketAddress{"udp", "localhost:5140"}, ""},
 		{"UDP://127.0.0.1:5140", SocketAddress{"udp", "127.0.0.1:5140"}, ""},
@@ -328,6 +335,7 @@ func TestZoneAsTheKernelBindsIt(t *testing.T) {
 	}{
 		{ll, "", false, syscall.EINVAL},
 		{ll, ifname, true, nil},
+		{ll, "0", false, syscall.EINVAL},
 		{"::1", ifname, false, nil},
 	} {
 		t.Run(c.ip+"%"+c.zone, func(t *testing.T) {
