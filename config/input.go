@@ -589,16 +589,29 @@ func (d *decoder) socket(e entry, subject string, s *SyslogInput, sources map[st
 		return
 	}
 	s.Address, s.Socket = addr, a
-	// Two names of one host (udp://localhost:514 and udp://127.0.0.1:514) are not caught
-	// here; binding the second fails at start.
-	key := a.Network + " " + a.Addr
+	// Two names of one address are one socket where the file tells them: localhost is
+	// bound as 127.0.0.1. Any other name is looked up only when bound: an input on the
+	// address it resolves to beside it fails at start.
+	bound := a.Addr
+	if host, port, err := net.SplitHostPort(a.Addr); err == nil && a.Network == "udp" && isLocalhost(host) {
+		bound = net.JoinHostPort(localhostIP, port)
+	}
+	key, localhostKey := a.Network+" "+bound, "udp localhost "+bound
+	local := bound != a.Addr
 	if first, dup := sources[key]; dup {
-		d.add(e.key.Line, subject, "syslog: %q is already received on by the input on line %d", addr, first)
+		as := ""
+		if l, firstLocal := sources[localhostKey]; local != (firstLocal && l == first) {
+			as = " (localhost is bound as " + localhostIP + ")"
+		}
+		d.add(e.key.Line, subject, "syslog: %q is already received on by the input on line %d%s", addr, first, as)
 	} else if first, port, overlaps := overlapsUDP(a, e.key.Line, sources); overlaps {
 		d.add(e.key.Line, subject, "syslog: %q overlaps the input on line %d: a UDP socket on every address takes port %s on each, and binding the second would fail",
 			addr, first, port)
 	}
 	sources[key] = e.key.Line
+	if local {
+		sources[localhostKey] = e.key.Line
+	}
 }
 
 // overlapsUDP notes UDP address a of the input on line in sources, and reports whether

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"unicode"
 )
 
 // maxSocketPath is one more than the longest path a sender reaches a unix socket by: the
@@ -208,9 +209,9 @@ func udpAddress(rest string) (SocketAddress, error) {
 			return SocketAddress{}, fmt.Errorf("%q follows the IPv6 address where :port belongs", port)
 		}
 		port, hasPort = strings.CutPrefix(port, ":")
-		a, err := netip.ParseAddr(host)
-		if err != nil || !a.Is6() {
-			return SocketAddress{}, fmt.Errorf("[%s] is not an IPv6 address: only an IPv6 address is written in brackets", host)
+		a, err := bracketedHost(host, rest[end+1:])
+		if err != nil {
+			return SocketAddress{}, err
 		}
 		// One spelling per address, so that two inputs on one are told apart at load: an
 		// IPv4-mapped one is bound as the IPv4 address it maps.
@@ -244,6 +245,85 @@ func udpAddress(rest string) (SocketAddress, error) {
 	return SocketAddress{Network: "udp", Addr: net.JoinHostPort(host, strconv.FormatUint(n, 10))}, nil
 }
 
+// bracketedHost reads host, written in brackets before after (:port), as net/url reads
+// an IPv6 host: the address and, after %25 (a URL's escaped %, RFC 6874), the zone
+// naming the interface of a link-local one, in which %XX escapes a byte. A zone is
+// refused where the kernel would not bind it as written: missing on a link-local
+// address (bind fails), on any other (it is passed over, the socket on every
+// interface), or no interface's name (bind fails).
+func bracketedHost(host, after string) (netip.Addr, error) {
+	ip, zone, zoned := strings.Cut(host, "%")
+	a, err := netip.ParseAddr(ip)
+	if err != nil || !a.Is6() {
+		return netip.Addr{}, fmt.Errorf("[%s] is not an IPv6 address: only an IPv6 address is written in brackets", host)
+	}
+	// The address with a zone, eth0 standing for the interface's name.
+	withZone := "[" + ip + "%25eth0]" + portOr514(after)
+	// An IPv4-mapped address is bound as the IPv4 one (169.254.0.1 needs no interface).
+	linkLocal := a.IsLinkLocalUnicast() && !a.Is4In6()
+	switch {
+	case !zoned && linkLocal:
+		// bind(2) refuses it (EINVAL): which interface's link is not known.
+		return netip.Addr{}, instead(fmt.Sprintf("[%s] is a link-local address (fe80::/10), which is bound on one interface, named after %%25 (here eth0)", host), "udp", withZone, "")
+	case !zoned:
+		return a, nil
+	case !strings.HasPrefix(zone, "25"):
+		// net/url reads a % in brackets as an escape and refuses this one; read as it
+		// stands, a zone opening with two hex digits (%25eth0, %2a) would be read otherwise.
+		return netip.Addr{}, instead(fmt.Sprintf("the zone of [%s] follows %%25, a URL's escaped %%, not a bare %%", host), "udp", "["+ip+"%25"+zone+"]"+after, "")
+	case zone == "25":
+		return netip.Addr{}, instead(fmt.Sprintf("[%s] names no zone after %%25, the interface (here eth0)", host), "udp", withZone, "")
+	}
+	u, err := url.Parse("//[" + host + "]")
+	if err != nil {
+		var esc url.EscapeError
+		if errors.As(err, &esc) {
+			return netip.Addr{}, fmt.Errorf("the zone of [%s] holds %q, which is no escape a zone takes: its bytes are written as they are, a %% as %%25", host, string(esc))
+		}
+		return netip.Addr{}, fmt.Errorf("[%s] is not an IPv6 address and zone a URL holds", host)
+	}
+	name := strings.TrimPrefix(u.Hostname(), ip+"%")
+	if !linkLocal {
+		// The kernel reads the zone (sin6_scope_id) only where the address needs it.
+		return netip.Addr{}, instead(fmt.Sprintf("[%s] names the interface %s, which the kernel reads only for a link-local address (fe80::/10): on %s it is passed over, and the socket is on every interface", host, name, a), "udp", "["+ip+"]"+after, "")
+	}
+	if err := checkZone(name); err != nil {
+		return netip.Addr{}, fmt.Errorf("[%s] names the interface %q, %w", host, name, err)
+	}
+	return a.WithZone(name), nil
+}
+
+// maxInterfaceName is the longest name Linux gives an interface (IFNAMSIZ less its NUL).
+const maxInterfaceName = 15
+
+// checkZone checks a zone decoded: an interface's index (not 0), or a name Linux gives an
+// interface (dev_valid_name), which any other is not, found nowhere when bound.
+func checkZone(name string) error {
+	switch {
+	case strings.Trim(name, "0") == "":
+		// Index 0 is no interface: the address is bound as without one (EINVAL).
+		return errors.New("which is no interface's: index 0 is none, as if no zone were named")
+	case strings.Trim(name, "0123456789") == "":
+		return nil
+	case len(name) > maxInterfaceName:
+		return fmt.Errorf("which is no interface's: a name is at most %d bytes", maxInterfaceName)
+	case name == "." || name == "..":
+		return errors.New("which is no interface's name")
+	}
+	if i := strings.IndexFunc(name, func(r rune) bool { return r == '/' || r == ':' || r == '%' || unicode.IsSpace(r) }); i >= 0 {
+		return fmt.Errorf("which is no interface's: a name holds no %q", name[i])
+	}
+	return nil
+}
+
+// portOr514 is the :port written after an address, or nginx's port when none is.
+func portOr514(after string) string {
+	if after == "" || after == ":" {
+		return ":514"
+	}
+	return after
+}
+
 // checkHost checks a host not in brackets: nothing, an IPv4 address or a host name.
 func checkHost(host string) error {
 	if _, err := netip.ParseAddr(host); host == "" || err == nil {
@@ -270,17 +350,27 @@ func checkHost(host string) error {
 	return nil
 }
 
+// localhostIP is the address a UDP socket on localhost is bound on: Go's resolver gives
+// a udp address its first IPv4 address, and every system's hosts file names localhost
+// 127.0.0.1.
+const localhostIP = "127.0.0.1"
+
+// isLocalhost reports whether host is localhost, in any case, as the hosts file is read
+// (localhost. is looked up by DNS).
+func isLocalhost(host string) bool { return strings.EqualFold(host, "localhost") }
+
 // bracketed is an IPv6 address written without brackets as it is written with them (after
-// udp://), and whether rest is one: the last colon's part is the port if what is before it
-// is an address, else rest is the address, without a port.
+// udp://, its zone after %25), and whether rest is one: the last colon's part is the port
+// if what is before it is an address, else rest is the address, without a port.
 func bracketed(rest string) (string, bool) {
+	inBrackets := func(addr string) string { return "[" + strings.Replace(addr, "%", "%25", 1) + "]" }
 	if i := strings.LastIndexByte(rest, ':'); i >= 0 {
 		if _, err := netip.ParseAddr(rest[:i]); err == nil && rest[i+1:] != "" && strings.Trim(rest[i+1:], "0123456789") == "" {
-			return "[" + rest[:i] + "]:" + rest[i+1:], true
+			return inBrackets(rest[:i]) + ":" + rest[i+1:], true
 		}
 	}
 	if _, err := netip.ParseAddr(rest); err == nil {
-		return "[" + rest + "]:514", true
+		return inBrackets(rest) + ":514", true
 	}
 	return "", false
 }

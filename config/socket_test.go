@@ -1,12 +1,14 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -24,7 +26,7 @@ func TestParseAddress(t *testing.T) {
 		// an IPv4-mapped one is bound as the IPv4 address.
 		{"udp://[::ffff:10.0.0.1]:5140", SocketAddress{"udp", "10.0.0.1:5140"}, ""},
 		{"udp://[0:0:0:0:0:0:0:1]:5140", SocketAddress{"udp", "[::1]:5140"}, ""},
-		{"udp://[FE80::1%eth0]:5140", SocketAddress{"udp", "[fe80::1%eth0]:5140"}, ""},
+		{"udp://[FE80::1%25eth0]:5140", SocketAddress{"udp", "[fe80::1%eth0]:5140"}, ""},
 		// A name ending in a number would be looked up only when bound, and found nowhere.
 		{"udp://300.1.1.1:514", SocketAddress{}, `: the host "300.1.1.1" is not an IPv4 address: that is four numbers from 0 to 255 between dots, with no leading zero`},
 		{"udp://10.0.1:514", SocketAddress{}, `: the host "10.0.1" is not an IPv4 address: that is four numbers from 0 to 255 between dots, with no leading zero`},
@@ -34,7 +36,36 @@ func TestParseAddress(t *testing.T) {
 		{"udp://" + strings.Repeat("a", 64) + ".example:514", SocketAddress{}, `: the host name "` + strings.Repeat("a", 64) + `.example" has a label longer than 63 bytes, the most a label has: ` + strings.Repeat("a", 64)},
 		{"udp://" + strings.Repeat("a.", 127) + "ab:514", SocketAddress{}, `: the host name "` + strings.Repeat("a.", 127) + `ab" is longer than 253 bytes, the most a name has`},
 		{"udp://[::1]:5140", SocketAddress{"udp", "[::1]:5140"}, ""},
-		{"udp://[fe80::1%eth0]:514", SocketAddress{"udp", "[fe80::1%eth0]:514"}, ""},
+		// A zone follows %25, the escaped % of a URL (RFC 6874), as net/url reads it: it
+		// loaded as 25eth0, an interface found nowhere when bound.
+		{"udp://[fe80::1%25eth0]:514", SocketAddress{"udp", "[fe80::1%eth0]:514"}, ""},
+		{"udp://[fe80::1%25%65th0]:514", SocketAddress{"udp", "[fe80::1%eth0]:514"}, ""},
+		{"udp://[fe80::1%252]:514", SocketAddress{"udp", "[fe80::1%2]:514"}, ""},
+		{"udp://[fe80::1%25eth0]", SocketAddress{}, `: names no port; nginx sends to port 514 when its server= names none: then write udp://[fe80::1%25eth0]:514`},
+		{"udp://[fe80::1%eth0]:514", SocketAddress{}, `: the zone of [fe80::1%eth0] follows %25, a URL's escaped %, not a bare %: udp://[fe80::1%25eth0]:514`},
+		{"udp://fe80::1%eth0:514", SocketAddress{}, `: an IPv6 address is written in brackets, as the port follows it after a colon: udp://[fe80::1%25eth0]:514`},
+		{"udp://[fe80::1%25]:514", SocketAddress{}, `: [fe80::1%25] names no zone after %25, the interface (here eth0): udp://[fe80::1%25eth0]:514`},
+		{"udp://[fe80::1%25eth%zz]:514", SocketAddress{}, `: the zone of [fe80::1%25eth%zz] holds "%zz", which is no escape a zone takes: its bytes are written as they are, a % as %25`},
+		{"udp://[fe80::1%25eth%00]:514", SocketAddress{}, `: the zone of [fe80::1%25eth%00] holds "%00", which is no escape a zone takes: its bytes are written as they are, a % as %25`},
+		// The kernel refuses a link-local address without its interface (EINVAL), and
+		// passes over the zone of any other.
+		{"udp://[fe80::1]:514", SocketAddress{}, `: [fe80::1] is a link-local address (fe80::/10), which is bound on one interface, named after %25 (here eth0): udp://[fe80::1%25eth0]:514`},
+		{"udp://[2001:db8::1%25eth0]:514", SocketAddress{}, `: [2001:db8::1%25eth0] names the interface eth0, which the kernel reads only for a link-local address (fe80::/10): on 2001:db8::1 it is passed over, and the socket is on every interface: udp://[2001:db8::1]:514`},
+		{"udp://[::%25eth0]:514", SocketAddress{}, `: [::%25eth0] names the interface eth0, which the kernel reads only for a link-local address (fe80::/10): on :: it is passed over, and the socket is on every interface: udp://[::]:514`},
+		{"udp://[ff02::1%25eth0]:514", SocketAddress{}, `: [ff02::1%25eth0] names the interface eth0, which the kernel reads only for a link-local address (fe80::/10): on ff02::1 it is passed over, and the socket is on every interface: udp://[ff02::1]:514`},
+		{"udp://[::ffff:10.0.0.1%25eth0]:514", SocketAddress{}, `: [::ffff:10.0.0.1%25eth0] names the interface eth0, which the kernel reads only for a link-local address (fe80::/10): on ::ffff:10.0.0.1 it is passed over, and the socket is on every interface: udp://[::ffff:10.0.0.1]:514`},
+		// A name no interface has would be found nowhere when bound.
+		{"udp://[fe80::1%25eth%200]:514", SocketAddress{}, `: [fe80::1%25eth%200] names the interface "eth 0", which is no interface's: a name holds no ' '`},
+		{"udp://[fe80::1%25a%2525b]:514", SocketAddress{}, `: [fe80::1%25a%2525b] names the interface "a%25b", which is no interface's: a name holds no '%'`},
+		{"udp://[fe80::1%25" + strings.Repeat("e", 16) + "]:514", SocketAddress{}, `: [fe80::1%25` + strings.Repeat("e", 16) + `] names the interface "` + strings.Repeat("e", 16) + `", which is no interface's: a name is at most 15 bytes`},
+		{"udp://[fe80::1%25" + strings.Repeat("e", 15) + "]:514", SocketAddress{"udp", "[fe80::1%" + strings.Repeat("e", 15) + "]:514"}, ""},
+		// Index 0 is no interface: bind(2) refuses it as it refuses no zone (EINVAL).
+		{"udp://[fe80::1%250]:514", SocketAddress{}, `: [fe80::1%250] names the interface "0", which is no interface's: index 0 is none, as if no zone were named`},
+		{"udp://[fe80::1%25000]:514", SocketAddress{}, `: [fe80::1%25000] names the interface "000", which is no interface's: index 0 is none, as if no zone were named`},
+		{"udp://[fe80::1%2510]:514", SocketAddress{"udp", "[fe80::1%10]:514"}, ""},
+		// An IPv4-mapped link-local address is bound as the IPv4 one, which needs no
+		// interface (it loaded before zones were checked).
+		{"udp://[::ffff:169.254.0.1]:514", SocketAddress{"udp", "169.254.0.1:514"}, ""},
 		{"udp://:5140", SocketAddress{"udp", ":5140"}, ""},
 		{"udp://localhost:5140", SocketAddress{"udp", "localhost:5140"}, ""},
 		{"UDP://127.0.0.1:5140", SocketAddress{"udp", "127.0.0.1:5140"}, ""},
@@ -75,7 +106,8 @@ func TestParseAddress(t *testing.T) {
 		{"udp://127.0.0.1:0", SocketAddress{}, `: port 0 is no port a sender can be given; name one, e.g. udp://127.0.0.1:5140`},
 		{"udp://:00", SocketAddress{}, `: port 0 is no port a sender can be given; name one, e.g. udp://127.0.0.1:5140`},
 		{"udp://::1:5140", SocketAddress{}, `: an IPv6 address is written in brackets, as the port follows it after a colon: udp://[::1]:5140`},
-		{"udp://fe80::1", SocketAddress{}, `: an IPv6 address is written in brackets, as the port follows it after a colon: udp://[fe80::1]:514`},
+		{"udp://fe80::1", SocketAddress{}, `: an IPv6 address is written in brackets, as the port follows it after a colon; and [fe80::1] is a link-local address (fe80::/10), which is bound on one interface, named after %25 (here eth0): udp://[fe80::1%25eth0]:514`},
+		{"udp://2001:db8::1", SocketAddress{}, `: an IPv6 address is written in brackets, as the port follows it after a colon: udp://[2001:db8::1]:514`},
 		{"udp://127.0.0.1:5140:1", SocketAddress{}, `: "127.0.0.1:5140:1" is not host:port: it has more than one colon`},
 		{"udp://[127.0.0.1]:5140", SocketAddress{}, `: [127.0.0.1] is not an IPv6 address: only an IPv6 address is written in brackets`},
 		{"udp://[::1:5140", SocketAddress{}, `: the [ of an IPv6 address is not closed by ]`},
@@ -160,7 +192,10 @@ func longPath(n int) string { return "/" + strings.Repeat("s", n-1) }
 // relative unix paths, escapes, nginx's own spellings.
 func FuzzParseAddress(f *testing.F) {
 	for _, s := range []string{"unixgram:///run/logwindow/nginx.sock", "udp://127.0.0.1:5140", "udp://[fe80::1%eth0]:514",
-		"syslog:server=unix:/run/x.sock,tag=nginx", "unixgram:///run/%3F%23%25.sock", "udp://::1:5140"} {
+		"syslog:server=unix:/run/x.sock,tag=nginx", "unixgram:///run/%3F%23%25.sock", "udp://::1:5140",
+		// Zones: escaped as a URL's, and where the kernel reads one.
+		"udp://[fe80::1%25eth0]:514", "udp://[fe80::1%25%65th%300]:514", "udp://[fe80::1%252]:514", "udp://[fe80::1]:514",
+		"udp://[2001:db8::1%25eth0]:514", "udp://[fe80::1%25a%2525b]:514", "udp://fe80::1%eth0:514"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
@@ -183,7 +218,8 @@ func FuzzParseAddress(f *testing.F) {
 			if _, _, err := net.SplitHostPort(a.Addr); err != nil {
 				t.Fatalf("parseSocketAddress(%q) = %+v: %v", in, a, err)
 			}
-			again = "udp://" + a.Addr
+			// A zone is written after %25 (a zone holds no %).
+			again = "udp://" + strings.Replace(a.Addr, "%", "%25", 1)
 		default:
 			t.Fatalf("parseSocketAddress(%q) = %+v: no network", in, a)
 		}
@@ -191,4 +227,162 @@ func FuzzParseAddress(f *testing.F) {
 			t.Fatalf("parseSocketAddress(%q) = %+v, whose spelling %q loads as %+v, %v", in, a, again, b, err)
 		}
 	})
+}
+
+// TestSyslogInputsOnOneSocket: two syslog inputs whose sockets cannot both be bound are
+// refused when the file is read, naming the line of the first, rather than at the start
+// when the second's bind fails. localhost is bound as 127.0.0.1 and was passed over as
+// another host. Each pair is also bound, as the input binds it (a udp socket, dual-stack
+// on every address), so that the rule is the kernel's: the load refuses a pair exactly
+// when the second bind fails.
+func TestSyslogInputsOnOneSocket(t *testing.T) {
+	port := freeUDPPort(t)
+	const dup, every = "dup", "every"
+	for _, c := range []struct {
+		first, second string // hosts, bracketed if IPv6, the port appended
+		refused       string // dup, every or "" for none
+		note          string // after a dup's line
+	}{
+		{"localhost", "127.0.0.1", dup, " (localhost is bound as 127.0.0.1)"},
+		{"127.0.0.1", "localhost", dup, " (localhost is bound as 127.0.0.1)"},
+		{"LOCALHOST", "127.0.0.1", dup, " (localhost is bound as 127.0.0.1)"},
+		{"localhost", "[::ffff:127.0.0.1]", dup, " (localhost is bound as 127.0.0.1)"},
+		{"localhost", "localhost", dup, ""},
+		{"127.0.0.1", "[::ffff:127.0.0.1]", dup, ""},
+		{"localhost", "[::1]", "", ""},
+		{"localhost", "", every, ""},
+		{"[::]", "localhost", every, ""},
+		// A socket on every address is dual-stack: it takes the port on the addresses of
+		// both families, however it is written.
+		{"0.0.0.0", "127.0.0.1", every, ""},
+		{"127.0.0.1", "[::]", every, ""},
+		{"", "[::1]", every, ""},
+		{"[::1]", "0.0.0.0", every, ""},
+		{"[::]", "0.0.0.0", every, ""},
+		{"", "0.0.0.0", every, ""},
+		// Addresses of their own are bound side by side, across families too.
+		{"127.0.0.1", "[::1]", "", ""},
+		{"127.0.0.1", "127.0.0.2", "", ""},
+	} {
+		t.Run(c.first+" "+c.second, func(t *testing.T) {
+			addr := func(host string) string { return fmt.Sprintf("udp://%s:%d", host, port) }
+			text := fmt.Sprintf("inputs:\n  - name: first\n    syslog: '%s'\n  - name: second\n    syslog: '%s'\nrules:\n  - name: r\n    match: x\n",
+				addr(c.first), addr(c.second))
+			want := ""
+			switch c.refused {
+			case dup:
+				want = fmt.Sprintf(`s.yaml:5: input "second": syslog: %q is already received on by the input on line 3%s`, addr(c.second), c.note)
+			case every:
+				want = fmt.Sprintf(`s.yaml:5: input "second": syslog: %q overlaps the input on line 3: a UDP socket on every address takes port %d on each, and binding the second would fail`, addr(c.second), port)
+			}
+			checkParseError(t, text, "s.yaml", want)
+
+			// The kernel's word on the pair.
+			a, errA := parseSocketAddress(addr(c.first))
+			b, errB := parseSocketAddress(addr(c.second))
+			if errA != nil || errB != nil {
+				t.Fatal(errA, errB)
+			}
+			first, err := bindUDP(a.Addr)
+			if err != nil {
+				t.Skipf("%s cannot be bound here: %v", a.Addr, err)
+			}
+			defer first.Close()
+			second, err := bindUDP(b.Addr)
+			if err == nil {
+				second.Close()
+			} else if !errors.Is(err, syscall.EADDRINUSE) {
+				t.Skipf("%s cannot be bound here: %v", b.Addr, err)
+			}
+			if bound := err == nil; bound != (c.refused == "") {
+				t.Errorf("binding %s beside %s: %v; the load refuses the pair: %v", b.Addr, a.Addr, err, c.refused != "")
+			}
+		})
+	}
+}
+
+// bindUDP binds addr as the syslog input does.
+func bindUDP(addr string) (*net.UDPConn, error) {
+	ua, err := net.ResolveUDPAddr("udp", addr)
+	if err != nil {
+		return nil, err
+	}
+	return net.ListenUDP("udp", ua)
+}
+
+// freeUDPPort is a UDP port no socket has on any address, by a socket on every one that
+// the kernel gave it, closed.
+func freeUDPPort(t *testing.T) int {
+	t.Helper()
+	c, err := net.ListenUDP("udp", &net.UDPAddr{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	return c.LocalAddr().(*net.UDPAddr).Port
+}
+
+// TestZoneAsTheKernelBindsIt binds what the zone rules of parseSocketAddress are about, on
+// a link-local address of this host: without its zone bind(2) refuses it (EINVAL), with
+// it the socket is bound on that interface, and a zone on another address is passed over
+// (the socket bound has none). An address loads exactly when it binds as written.
+func TestZoneAsTheKernelBindsIt(t *testing.T) {
+	ll, ifname := linkLocal(t)
+	for _, c := range []struct {
+		ip, zone string
+		loads    bool
+		bindFail error // what binding the address fails with, else nil
+	}{
+		{ll, "", false, syscall.EINVAL},
+		{ll, ifname, true, nil},
+		{ll, "0", false, syscall.EINVAL},
+		{"::1", ifname, false, nil},
+	} {
+		t.Run(c.ip+"%"+c.zone, func(t *testing.T) {
+			written := "udp://[" + c.ip + "]:5140"
+			if c.zone != "" {
+				written = "udp://[" + c.ip + "%25" + c.zone + "]:5140"
+			}
+			if _, err := parseSocketAddress(written); (err == nil) != c.loads {
+				t.Errorf("parseSocketAddress(%s): %v, want it to load: %v", written, err, c.loads)
+			}
+			ua := &net.UDPAddr{IP: net.ParseIP(c.ip), Zone: c.zone}
+			conn, err := net.ListenUDP("udp", ua)
+			switch {
+			case c.bindFail != nil:
+				if !errors.Is(err, c.bindFail) {
+					t.Errorf("binding %s: %v, want %v", ua, err, c.bindFail)
+				}
+				return
+			case errors.Is(err, syscall.EADDRNOTAVAIL):
+				t.Skipf("binding %s: %v", ua, err)
+			case err != nil:
+				t.Fatalf("binding %s: %v", ua, err)
+			}
+			defer conn.Close()
+			// The zone is kept where it is read, as the address loads.
+			if got, kept := conn.LocalAddr().(*net.UDPAddr).Zone, c.loads; (got != "") != kept {
+				t.Errorf("binding %s bound %s: the zone is kept: %v, want %v", ua, conn.LocalAddr(), got != "", kept)
+			}
+		})
+	}
+}
+
+// linkLocal is an IPv6 link-local address of this host and its interface's name.
+func linkLocal(t *testing.T) (addr, ifname string) {
+	t.Helper()
+	ifs, err := net.Interfaces()
+	if err != nil {
+		t.Skip(err)
+	}
+	for _, i := range ifs {
+		addrs, _ := i.Addrs()
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok && n.IP.To4() == nil && n.IP.IsLinkLocalUnicast() {
+				return n.IP.String(), i.Name
+			}
+		}
+	}
+	t.Skip("no interface has an IPv6 link-local address")
+	return "", ""
 }

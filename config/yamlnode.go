@@ -5,6 +5,7 @@ import (
 	"math/big"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -277,7 +278,7 @@ func (d *decoder) badTag(v *yaml.Node, line int, subject, what string) bool {
 		return true
 	}
 	if not := mistagged(v); not != "" {
-		d.add(line, subject, "%stag %s: %s, which the tag says it is; leave the tag out", at(what), v.ShortTag(), not)
+		d.add(line, subject, "%stag %s: %s, which the tag says it is%s; leave the tag out", at(what), v.ShortTag(), not, octalWhy(v))
 		return true
 	}
 	return false
@@ -303,6 +304,22 @@ func mistagged(n *yaml.Node) string {
 		}
 	}
 	return ""
+}
+
+// octalWhy says why n, tagged !!int and refused, is no integer when it is decimal digits
+// after a leading 0 (0999): YAML 1.1's octal 0755, which the YAML library reads an
+// integer's leading 0 as, has no 8 or 9, so it reads the value as a float instead (its
+// Decode refuses !!float 0999 as a !!int); "" for any other.
+func octalWhy(n *yaml.Node) string {
+	digits := strings.TrimLeft(strings.ReplaceAll(n.Value, "_", ""), "+-")
+	if n.ShortTag() != "!!int" || len(digits) < 2 || digits[0] != '0' || strings.Trim(digits, "0123456789") != "" || !strings.ContainsAny(digits, "89") {
+		return ""
+	}
+	var f float64
+	if err := (&yaml.Node{Kind: yaml.ScalarNode, Value: n.Value}).Decode(&f); err != nil {
+		return ""
+	}
+	return fmt.Sprintf(": a leading 0 makes an integer octal (0755), whose digits are 0 to 7, so YAML reads %s as the number %s", n.Value, strconv.FormatFloat(f, 'g', -1, 64))
 }
 
 // unbounded reports whether n, which Decode refused, is an integer or a number of its tag

@@ -282,6 +282,15 @@ func TestCoreTagsMisused(t *testing.T) {
 		{"help: !!float -1e400", ""},
 		{"help: !!int 1e400", `t.yaml:4: rule "r": help: tag !!int: YAML does not read "1e400" as an integer` + leave},
 		{"help: !!float 1e400x", `t.yaml:4: rule "r": help: tag !!float: YAML does not read "1e400x" as a number` + leave},
+		// The YAML library reads a leading 0 as YAML 1.1's octal, which has no 8 or 9:
+		// 0999 is a float to it, which Decode refuses as a !!int. The error says so.
+		{"help: !!int 0999", `t.yaml:4: rule "r": help: tag !!int: YAML does not read "0999" as an integer, which the tag says it is: a leading 0 makes an integer octal (0755), whose digits are 0 to 7, so YAML reads 0999 as the number 999; leave the tag out`},
+		{"help: !!int -08", `t.yaml:4: rule "r": help: tag !!int: YAML does not read "-08" as an integer, which the tag says it is: a leading 0 makes an integer octal (0755), whose digits are 0 to 7, so YAML reads -08 as the number -8; leave the tag out`},
+		{"help: !!int 0_999", `t.yaml:4: rule "r": help: tag !!int: YAML does not read "0_999" as an integer, which the tag says it is: a leading 0 makes an integer octal (0755), whose digits are 0 to 7, so YAML reads 0_999 as the number 999; leave the tag out`},
+		{"help: !!int 0o9", `t.yaml:4: rule "r": help: tag !!int: YAML does not read "0o9" as an integer` + leave},
+		{"help: !!int 0777", ""},
+		{"help: !!int 0o777", ""},
+		{"help: !!int 00", ""},
 	} {
 		t.Run(c.value, func(t *testing.T) {
 			checkParseError(t, "rules:\n  - name: r\n    match: '(?P<v>x)'\n    "+c.value+"\n", "t.yaml", c.want)
