@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net"
@@ -227,6 +228,9 @@ func udpAddress(rest string) (SocketAddress, error) {
 		if err := checkHost(host); err != nil {
 			return SocketAddress{}, err
 		}
+		if a, err := netip.ParseAddr(host); err == nil && a.IsMulticast() {
+			return SocketAddress{}, multicast(a, "0.0.0.0:"+cmp.Or(port, "514"))
+		}
 	}
 	if !hasPort || port == "" {
 		return SocketAddress{}, fmt.Errorf("%w; nginx sends to port 514 when its server= names none: then write udp://%s:514", errNoPort, strings.TrimSuffix(rest, ":"))
@@ -256,6 +260,13 @@ func bracketedHost(host, after string) (netip.Addr, error) {
 	a, err := netip.ParseAddr(ip)
 	if err != nil || !a.Is6() {
 		return netip.Addr{}, fmt.Errorf("[%s] is not an IPv6 address: only an IPv6 address is written in brackets", host)
+	}
+	if a.IsMulticast() {
+		any := "[::]"
+		if a.Is4In6() {
+			any = "0.0.0.0" // bound as the IPv4 address it maps
+		}
+		return netip.Addr{}, multicast(a, any+portOr514(after))
 	}
 	// The address with a zone, eth0 standing for the interface's name.
 	withZone := "[" + ip + "%25eth0]" + portOr514(after)
@@ -291,6 +302,15 @@ func bracketedHost(host, after string) (netip.Addr, error) {
 		return netip.Addr{}, fmt.Errorf("[%s] names the interface %q, %w", host, name, err)
 	}
 	return a.WithZone(name), nil
+}
+
+// multicast is the error of a multicast address a: Go binds a UDP socket on one as on the
+// wildcard address of its family (with SO_REUSEADDR, so that a second multicast input on
+// the port binds too) and joins no group, so the input would take the port's datagrams to any
+// address of the host, and a group's only if another program joined it. any is that
+// wildcard address and the port, which says what the socket does.
+func multicast(a netip.Addr, any string) error {
+	return instead(fmt.Sprintf("%s is a multicast address, which the socket would be bound as every address of the host is, joining no group", a), "udp", any, "")
 }
 
 // maxInterfaceName is the longest name Linux gives an interface (IFNAMSIZ less its NUL).

@@ -52,7 +52,12 @@ func TestParseAddress(t *testing.T) {
 		{"udp://[fe80::1]:514", SocketAddress{}, `: [fe80::1] is a link-local address (fe80::/10), which is bound on one interface, named after %25 (here eth0): udp://[fe80::1%25eth0]:514`},
 		{"udp://[2001:db8::1%25eth0]:514", SocketAddress{}, `: [2001:db8::1%25eth0] names the interface eth0, which the kernel reads only for a link-local address (fe80::/10): on 2001:db8::1 it is passed over, and the socket is on every interface: udp://[2001:db8::1]:514`},
 		{"udp://[::%25eth0]:514", SocketAddress{}, `: [::%25eth0] names the interface eth0, which the kernel reads only for a link-local address (fe80::/10): on :: it is passed over, and the socket is on every interface: udp://[::]:514`},
-		{"udp://[ff02::1%25eth0]:514", SocketAddress{}, `: [ff02::1%25eth0] names the interface eth0, which the kernel reads only for a link-local address (fe80::/10): on ff02::1 it is passed over, and the socket is on every interface: udp://[ff02::1]:514`},
+		// Go binds a multicast address as the wildcard of its family, joining no group.
+		{"udp://[ff02::1%25eth0]:514", SocketAddress{}, `: ff02::1 is a multicast address, which the socket would be bound as every address of the host is, joining no group: udp://[::]:514`},
+		{"udp://[ff02::1]:5140", SocketAddress{}, `: ff02::1 is a multicast address, which the socket would be bound as every address of the host is, joining no group: udp://[::]:5140`},
+		{"udp://224.0.0.1:5140", SocketAddress{}, `: 224.0.0.1 is a multicast address, which the socket would be bound as every address of the host is, joining no group: udp://0.0.0.0:5140`},
+		{"udp://239.255.0.1:514", SocketAddress{}, `: 239.255.0.1 is a multicast address, which the socket would be bound as every address of the host is, joining no group: udp://0.0.0.0:514`},
+		{"udp://[::ffff:224.0.0.1]:514", SocketAddress{}, `: ::ffff:224.0.0.1 is a multicast address, which the socket would be bound as every address of the host is, joining no group: udp://0.0.0.0:514`},
 		{"udp://[::ffff:10.0.0.1%25eth0]:514", SocketAddress{}, `: [::ffff:10.0.0.1%25eth0] names the interface eth0, which the kernel reads only for a link-local address (fe80::/10): on ::ffff:10.0.0.1 it is passed over, and the socket is on every interface: udp://[::ffff:10.0.0.1]:514`},
 		// A name no interface has would be found nowhere when bound.
 		{"udp://[fe80::1%25eth%200]:514", SocketAddress{}, `: [fe80::1%25eth%200] names the interface "eth 0", which is no interface's: a name holds no ' '`},
