@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/internal/input/cri"
 	"github.com/logwindow/logwindow_exporter/internal/input/follow"
 	"github.com/logwindow/logwindow_exporter/internal/selfmetric"
@@ -350,6 +351,11 @@ type pathParts struct {
 	// a file read again from further back would give the messages parts they have.
 	files []follow.Position
 	parts []cri.Part
+	// from is the label of the input whose joiner held them, when that input is gone
+	// (Pipeline.vanishedParts), for the log of those no joiner goes on with; taken says
+	// that a joiner went on with them (resumeFrom) or that they were counted lost.
+	from  string
+	taken bool
 }
 
 // Flags of a message in parts in its record.
@@ -589,12 +595,20 @@ func decodePathParts(rec []byte) (string, pathParts, error) {
 }
 
 // resumeParts gives in's joiner back the messages in parts of the snapshot restored, or
-// of the followers a reload stopped to start in's instead (handOver), before its follower
-// hands on a line, for each path whose files the follower reads on from where they were
-// when the messages were kept (from: where it reads each file from); the others are
-// lost, as they were before they were kept: a file rewritten or gone while the exporter
-// was down, or read again from further back.
+// of the followers a reload stopped to start in's instead (handOver), as resumeFrom does.
 func (in *stream) resumeParts(pps []pathParts, from []follow.Position) {
+	in.resumeFrom(from, pps)
+}
+
+// resumeFrom gives in's joiner back the messages in parts of each of groups, before its
+// follower hands on a line, for each path whose files the follower reads on from where
+// they were when the messages were kept (from: where it reads each file from), and marks
+// them taken. Those of a path whose files it reads otherwise (rewritten or gone while the
+// exporter was down, or read again from further back) are lost, as they were before they
+// were kept: taken too, they are counted as too long and logged (lostParts). Those of a
+// path it reads no file under are left to settleParts: another shard's, another input's,
+// or no one's.
+func (in *stream) resumeFrom(from []follow.Position, groups ...[]pathParts) {
 	type place struct {
 		path     string
 		dev, ino uint64
@@ -605,31 +619,115 @@ func (in *stream) resumeParts(pps []pathParts, from []follow.Position) {
 		readFrom[place{f.Path, f.Dev, f.Ino, f.Offset}], read[f.Path] = true, true
 	}
 	dropped := 0
-	for _, pp := range pps {
-		// A record without files (partsAt writes none) would be given to every shard.
-		readOn := len(pp.files) > 0 && !slices.ContainsFunc(pp.files, func(k follow.Position) bool {
-			return !readFrom[place{k.Path, k.Dev, k.Ino, k.Offset}]
-		})
-		switch {
-		case readOn:
-		case read[pp.path]:
-			in.log.Info("the first parts of a message in parts are lost: its file is not read on from where they were kept", "path", pp.path, "messages", len(pp.parts))
-			continue
-		default:
-			continue // another shard's path, or one no file is read under any more
-		}
-		for _, part := range pp.parts {
-			if !in.cri.Resume(pp.path, part) {
-				dropped++
+	var lost []*pathParts
+	for _, pps := range groups {
+		for i := range pps {
+			pp := &pps[i]
+			// A record without files (partsAt writes none) would be given to every shard.
+			readOn := len(pp.files) > 0 && !slices.ContainsFunc(pp.files, func(k follow.Position) bool {
+				return !readFrom[place{k.Path, k.Dev, k.Ino, k.Offset}]
+			})
+			switch {
+			case readOn:
+				// Of a gone input's files, every input that reads one on goes on with them.
+				pp.taken = true
+			case read[pp.path] && !pp.taken:
+				pp.taken = true
+				lost = append(lost, pp)
+				continue
+			default:
+				continue // another shard's path, or one no file is read under any more
+			}
+			for _, part := range pp.parts {
+				if !in.cri.Resume(pp.path, part) {
+					dropped++
+				}
 			}
 		}
 	}
+	in.lostParts(in.log, lost, "its file is not read on from where they were kept")
 	if dropped > 0 {
 		// A snapshot of more shards than read now, whose joiners each held up to the limit;
 		// or, in one written by hand, a stream named twice or that no line can name.
 		in.log.Warn("messages in parts not resumed, past the limit of messages in progress or of a stream named twice or unreadably: their first parts are lost, their last parts read as whole messages", "messages", dropped, "limit", cri.MaxTracked)
 	}
 	in.chargeHeld()
+}
+
+// settleParts counts, once syncInputs started cfg's inputs, the messages in parts their
+// joiners were given back and none went on with (resumeFrom): of a path under which
+// the input reads no file any more (its glob narrowed, or the file gone or rotated away
+// while the exporter was down), or of an input the configuration no longer names whose
+// files no new input reads on (Pipeline.vanishedParts). A message that lost its first
+// parts so is dropped, as one whose file went is (Joiner.Release): it counts as too long
+// in the input that was to go on with it, its source's first shard, or for a gone input
+// the first new cri input given its parts; an input removed with none started in its
+// place leaves no counter to count them in, and they are logged only. Each input logs
+// them once, naming their files.
+func (p *Pipeline) settleParts(cfg *config.Config) {
+	for _, ci := range cfg.Inputs {
+		pps := p.partsOf(ci.Source())
+		if len(pps) == 0 {
+			continue
+		}
+		in, log := p.inputs[streamKey(ci, 0)], p.opts.Logger.With("input", ci.Label())
+		if in != nil {
+			log = in.log
+		}
+		in.lostParts(log, untaken(pps), "no file under their path is read any more")
+	}
+	byInput := map[string][]*pathParts{}
+	for _, pp := range untaken(p.vanishedParts) {
+		byInput[pp.from] = append(byInput[pp.from], pp)
+	}
+	for from, lost := range byInput {
+		log := p.opts.Logger.With("input", from)
+		if in := p.vanishedTo; in != nil {
+			log = in.log.With("of_input", from)
+		}
+		p.vanishedTo.lostParts(log, lost, "the input that held them is gone and no input reads their files on")
+	}
+}
+
+// untaken is the messages in parts of pps no joiner went on with nor counted.
+func untaken(pps []pathParts) []*pathParts {
+	var out []*pathParts
+	for i := range pps {
+		if !pps[i].taken {
+			out = append(out, &pps[i])
+		}
+	}
+	return out
+}
+
+// lostParts counts the messages of lost, which no joiner goes on with, as too long in in
+// (nil: none to count them in), once each but for those the reader counted a part of
+// (Counted), as Joiner.Release's are; marks them taken, and logs them once to log, with
+// why.
+func (in *stream) lostParts(log *slog.Logger, lost []*pathParts, why string) {
+	if len(lost) == 0 {
+		return
+	}
+	messages, uncounted := 0, 0
+	paths := make([]string, 0, len(lost))
+	for _, pp := range lost {
+		pp.taken = true
+		paths = append(paths, pp.path)
+		messages += len(pp.parts)
+		for _, part := range pp.parts {
+			if !part.Counted {
+				uncounted++
+			}
+		}
+	}
+	slices.Sort(paths)
+	paths = slices.Compact(paths)
+	if in == nil {
+		log.Warn("the first parts of messages in parts are lost, counted nowhere: "+why+", and no input is left to count them", "paths", paths, "messages", messages)
+		return
+	}
+	in.tooLong.Add(uint64(uncounted))
+	log.Warn("the first parts of messages in parts are lost, counted as too long: "+why, "paths", paths, "messages", messages, "counted", uncounted)
 }
 
 // Snapshot writes the state to the storage directory now: every rule's series and the

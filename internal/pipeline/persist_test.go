@@ -1147,7 +1147,7 @@ rules:
 			if s := p.StorageStats(); s.RestoredRules != 2 || s.RestoreFailures != 0 {
 				t.Errorf("storage stats %+v, want 2 rules restored and no failure", s)
 			}
-			if said := strings.Contains(out.String(), "the first parts of a message in parts are lost"); said != tc.rewritten {
+			if said := strings.Contains(out.String(), "the first parts of messages in parts are lost"); said != tc.rewritten {
 				t.Errorf("the log says the parts are lost: %v, want %v:\n%s", said, tc.rewritten, out.String())
 			}
 			waitCaughtUp(t, p)
