@@ -646,3 +646,48 @@ func TestRestartCountsPartsNotResumed(t *testing.T) {
 		})
 	}
 }
+
+// A restart whose snapshot's messages in parts a glob's shards cannot resume, in files of
+// directories dealt to both of them, logged them once a shard: the log says it once for
+// the input, with every file, and each message counts once.
+func TestRestartShardsLogLostPartsOnce(t *testing.T) {
+	dir, storage := t.TempDir(), t.TempDir()
+	var logs []string
+	for _, sub := range []string{"a", "b", "c", "d"} {
+		if err := os.Mkdir(filepath.Join(dir, sub), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		log := filepath.Join(dir, sub, "0.log")
+		if err := os.WriteFile(log, []byte(partLine("P", "user=alice ")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		logs = append(logs, log)
+	}
+	rules := "inputs:\n  - {name: app, path: '" + filepath.Join(dir, "*", "*.log") + "', wrapper: cri, start_at: beginning, shards: 2}\nrules:\n  - {name: all, match: '.'}\n"
+	var out syncbuf.Buffer
+	p := startStoredOn(t, rules, storage, &out, Options{SnapshotInterval: time.Hour})
+	waitLinesRead(t, p, uint64(len(logs)))
+	p.Stop()
+	for _, log := range logs { // rewritten while the exporter is down
+		if err := os.Remove(log); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(log, []byte(partLine("F", "done")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var after syncbuf.Buffer
+	p = startStoredOn(t, rules, storage, &after, Options{SnapshotInterval: time.Hour})
+	if got := tooLongByInput(p); got["app"] != uint64(len(logs)) {
+		t.Errorf("too long %v after the restart, want app %d", got, len(logs))
+	}
+	logged := after.String()
+	if n := strings.Count(logged, "parts are lost"); n != 1 {
+		t.Errorf("the log says %d times that messages in parts are lost, want once:\n%s", n, logged)
+	}
+	for _, log := range logs {
+		if !strings.Contains(logged, log) {
+			t.Errorf("the log does not name %s:\n%s", log, logged)
+		}
+	}
+}

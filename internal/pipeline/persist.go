@@ -343,7 +343,7 @@ func decodePosition(r *wire.Reader, source string) follow.Position {
 // under one path, at a snapshot's cut or when a reload stopped its follower, with the
 // files read under that path then and where they were read up to: the joiner of a
 // restart, or of the follower that replaces the stopped one, is given the messages back
-// only when its follower reads each of those files on from there (resumeParts), so that
+// only when its follower reads each of those files on from there (resumeFrom), so that
 // their next parts are the lines that follow those they were joined from.
 type pathParts struct {
 	path string
@@ -353,9 +353,12 @@ type pathParts struct {
 	parts []cri.Part
 	// from is the label of the input whose joiner held them, when that input is gone
 	// (Pipeline.vanishedParts), for the log of those no joiner goes on with; taken says
-	// that a joiner went on with them (resumeFrom) or that they were counted lost.
-	from  string
-	taken bool
+	// that a joiner went on with them (resumeFrom) or that they were counted lost;
+	// readBy is the first stream whose follower reads their path, but not on from where
+	// they were kept (resumeFrom), which settleParts counts them in when none goes on.
+	from   string
+	taken  bool
+	readBy *stream
 }
 
 // Flags of a message in parts in its record.
@@ -594,20 +597,16 @@ func decodePathParts(rec []byte) (string, pathParts, error) {
 	return source, pp, r.Done()
 }
 
-// resumeParts gives in's joiner back the messages in parts of the snapshot restored, or
-// of the followers a reload stopped to start in's instead (handOver), as resumeFrom does.
-func (in *stream) resumeParts(pps []pathParts, from []follow.Position) {
-	in.resumeFrom(from, pps)
-}
-
-// resumeFrom gives in's joiner back the messages in parts of each of groups, before its
-// follower hands on a line, for each path whose files the follower reads on from where
-// they were when the messages were kept (from: where it reads each file from), and marks
-// them taken. Those of a path whose files it reads otherwise (rewritten or gone while the
-// exporter was down, or read again from further back) are lost, as they were before they
-// were kept: taken too, they are counted as too long and logged (lostParts). Those of a
-// path it reads no file under are left to settleParts: another shard's, another input's,
-// or no one's.
+// resumeFrom gives in's joiner back the messages in parts of each of groups (of the
+// snapshot restored, of the followers a reload stopped to start in's instead, of the
+// inputs it removed), before its follower hands on a line, for each path whose files the
+// follower reads on from where they were when the messages were kept (from: where it
+// reads each file from), and marks them taken. Those of a path whose files it reads
+// otherwise (rewritten or gone while the exporter was down, or read again from further
+// back) are lost, as they were before they were kept: marked read by in, and those of
+// a path it reads no file under (another shard's, another input's, no one's) are left
+// to settleParts, which counts and logs, once every follower started, those no joiner
+// went on with.
 func (in *stream) resumeFrom(from []follow.Position, groups ...[]pathParts) {
 	type place struct {
 		path     string
@@ -619,7 +618,6 @@ func (in *stream) resumeFrom(from []follow.Position, groups ...[]pathParts) {
 		readFrom[place{f.Path, f.Dev, f.Ino, f.Offset}], read[f.Path] = true, true
 	}
 	dropped := 0
-	var lost []*pathParts
 	for _, pps := range groups {
 		for i := range pps {
 			pp := &pps[i]
@@ -631,9 +629,10 @@ func (in *stream) resumeFrom(from []follow.Position, groups ...[]pathParts) {
 			case readOn:
 				// Of a gone input's files, every input that reads one on goes on with them.
 				pp.taken = true
-			case read[pp.path] && !pp.taken:
-				pp.taken = true
-				lost = append(lost, pp)
+			case read[pp.path]:
+				if pp.readBy == nil {
+					pp.readBy = in
+				}
 				continue
 			default:
 				continue // another shard's path, or one no file is read under any more
@@ -645,7 +644,6 @@ func (in *stream) resumeFrom(from []follow.Position, groups ...[]pathParts) {
 			}
 		}
 	}
-	in.lostParts(in.log, lost, "its file is not read on from where they were kept")
 	if dropped > 0 {
 		// A snapshot of more shards than read now, whose joiners each held up to the limit;
 		// or, in one written by hand, a stream named twice or that no line can name.
@@ -657,35 +655,46 @@ func (in *stream) resumeFrom(from []follow.Position, groups ...[]pathParts) {
 // settleParts counts, once syncInputs started cfg's inputs, the messages in parts their
 // joiners were given back and none went on with (resumeFrom): of a path under which
 // the input reads no file any more (its glob narrowed, or the file gone or rotated away
-// while the exporter was down), or of an input the configuration no longer names whose
-// files no new input reads on (Pipeline.vanishedParts). A message that lost its first
-// parts so is dropped, as one whose file went is (Joiner.Release): it counts as too long
-// in the input that was to go on with it, its source's first shard, or for a gone input
-// the first new cri input given its parts; an input removed with none started in its
-// place leaves no counter to count them in, and they are logged only. Each input logs
-// them once, naming their files.
+// while the exporter was down) or reads it otherwise (rewritten meanwhile), or of an
+// input the configuration no longer names whose files no new input reads on
+// (Pipeline.vanishedParts). A message that lost its first parts so is dropped, as one
+// whose file went is (Joiner.Release): it counts as too long in the input that was to go
+// on with it (its source's first shard, its input's self-metrics summing its shards), or
+// for a gone input the new one that reads their file otherwise, else the first new cri
+// input given its parts; an input removed with none started in its place leaves no
+// counter to count them in, and they are logged only. They are logged here, once every
+// follower started, so that an input of several shards logs them in one line.
 func (p *Pipeline) settleParts(cfg *config.Config) {
 	for _, ci := range cfg.Inputs {
-		pps := p.partsOf(ci.Source())
-		if len(pps) == 0 {
+		lost := untaken(p.partsOf(ci.Source()))
+		if len(lost) == 0 {
 			continue
 		}
-		in, log := p.inputs[streamKey(ci, 0)], p.opts.Logger.With("input", ci.Label())
+		in := p.inputs[streamKey(ci, 0)]
+		for _, pp := range lost {
+			in = cmp.Or(in, pp.readBy) // its first shard did not start: one that did
+		}
+		log := p.opts.Logger.With("input", ci.Label())
 		if in != nil {
 			log = in.log
 		}
-		in.lostParts(log, untaken(pps), "no file under their path is read any more")
+		in.lostParts(log, lost, "")
 	}
-	byInput := map[string][]*pathParts{}
+	type to struct {
+		from string
+		in   *stream
+	}
+	byInput := map[to][]*pathParts{}
 	for _, pp := range untaken(p.vanishedParts) {
-		byInput[pp.from] = append(byInput[pp.from], pp)
+		k := to{pp.from, cmp.Or(pp.readBy, p.vanishedTo)}
+		byInput[k] = append(byInput[k], pp)
 	}
-	for from, lost := range byInput {
-		log := p.opts.Logger.With("input", from)
-		if in := p.vanishedTo; in != nil {
-			log = in.log.With("of_input", from)
+	for k, lost := range byInput {
+		log := p.opts.Logger.With("input", k.from)
+		if k.in != nil {
+			log = k.in.log.With("of_input", k.from)
 		}
-		p.vanishedTo.lostParts(log, lost, "the input that held them is gone and no input reads their files on")
+		k.in.lostParts(log, lost, "the input that held them is gone, ")
 	}
 }
 
@@ -703,17 +712,21 @@ func untaken(pps []pathParts) []*pathParts {
 // lostParts counts the messages of lost, which no joiner goes on with, as too long in in
 // (nil: none to count them in), once each but for those the reader counted a part of
 // (Counted), as Joiner.Release's are; marks them taken, and logs them once to log, with
-// why.
-func (in *stream) lostParts(log *slog.Logger, lost []*pathParts, why string) {
+// why: gone (what the input that held them became, or "") and whether their files are
+// read otherwise (readBy) or not at all.
+func (in *stream) lostParts(log *slog.Logger, lost []*pathParts, gone string) {
 	if len(lost) == 0 {
 		return
 	}
-	messages, uncounted := 0, 0
+	messages, uncounted, readOtherwise := 0, 0, 0
 	paths := make([]string, 0, len(lost))
 	for _, pp := range lost {
 		pp.taken = true
 		paths = append(paths, pp.path)
 		messages += len(pp.parts)
+		if pp.readBy != nil {
+			readOtherwise++
+		}
 		for _, part := range pp.parts {
 			if !part.Counted {
 				uncounted++
@@ -722,6 +735,14 @@ func (in *stream) lostParts(log *slog.Logger, lost []*pathParts, why string) {
 	}
 	slices.Sort(paths)
 	paths = slices.Compact(paths)
+	why := "their files are no longer read, or not on from where they were kept"
+	switch readOtherwise {
+	case 0:
+		why = "no file under their path is read any more"
+	case len(lost):
+		why = "their files are not read on from where they were kept"
+	}
+	why = gone + why
 	if in == nil {
 		log.Warn("the first parts of messages in parts are lost, counted nowhere: "+why+", and no input is left to count them", "paths", paths, "messages", messages)
 		return
