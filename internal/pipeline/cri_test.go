@@ -691,3 +691,51 @@ func TestRestartShardsLogLostPartsOnce(t *testing.T) {
 		}
 	}
 }
+
+// A reload that starts a cri input's followers anew goes on with its messages in parts in
+// the new followers' joiners when they still read CRI lines (`shards:` changed): none is
+// lost nor counted twice. When the input no longer reads CRI lines (its wrapper taken
+// away) they are lost, counted as too long in it, and the log said their file was no
+// longer read.
+func TestReloadStartedAnewCountsLostParts(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		edit    func(rules string) string
+		tooLong uint64
+	}{
+		{name: "shards changed", tooLong: 0, edit: func(rules string) string {
+			return strings.Replace(rules, "wrapper: cri,", "wrapper: cri, shards: 2,", 1)
+		}},
+		{name: "wrapper taken away", tooLong: 1, edit: func(rules string) string {
+			return strings.Replace(rules, "wrapper: cri, ", "", 1)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			log := filepath.Join(dir, "web", "0.log")
+			if err := os.Mkdir(filepath.Dir(log), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(log, []byte(partLine("P", "user=alice ")), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			rules := criInputs("app: " + filepath.Join(dir, "*", "*.log"))
+			var out syncbuf.Buffer
+			p := startStoredOn(t, rules, t.TempDir(), &out, Options{SnapshotInterval: time.Hour})
+			waitLinesRead(t, p, 1)
+			reloadText(t, p, tc.edit(rules))
+			if got := tooLongByInput(p); got["app"] != tc.tooLong {
+				t.Errorf("too long %v after the reload, want app %d", got, tc.tooLong)
+			}
+			logged := out.String()
+			said := strings.Contains(logged, "parts are lost")
+			if said != (tc.tooLong > 0) || said && (!strings.Contains(logged, "no longer reads CRI lines") || !strings.Contains(logged, log)) {
+				t.Errorf("the log says the message in parts of %s is lost: %v, want %v, because of the wrapper:\n%s", log, said, tc.tooLong > 0, logged)
+			}
+			if tc.tooLong == 0 {
+				appendTo(t, log, partLine("F", "done"))
+				waitTotal(t, p, "alice's message", `users_total{user="alice"}`, 1)
+			}
+		})
+	}
+}

@@ -674,11 +674,14 @@ func (p *Pipeline) settleParts(cfg *config.Config) {
 		for _, pp := range lost {
 			in = cmp.Or(in, pp.readBy) // its first shard did not start: one that did
 		}
-		log := p.opts.Logger.With("input", ci.Label())
+		log, why := p.opts.Logger.With("input", ci.Label()), lostWhy(lost)
 		if in != nil {
 			log = in.log
 		}
-		in.lostParts(log, lost, "")
+		if in != nil && in.cri == nil {
+			why = "the input no longer reads CRI lines (its wrapper changed)"
+		}
+		in.lostParts(log, lost, why)
 	}
 	type to struct {
 		from string
@@ -694,7 +697,7 @@ func (p *Pipeline) settleParts(cfg *config.Config) {
 		if k.in != nil {
 			log = k.in.log.With("of_input", k.from)
 		}
-		k.in.lostParts(log, lost, "the input that held them is gone, ")
+		k.in.lostParts(log, lost, "the input that held them is gone, "+lostWhy(lost))
 	}
 }
 
@@ -709,24 +712,38 @@ func untaken(pps []pathParts) []*pathParts {
 	return out
 }
 
+// lostWhy says why the messages of lost are lost: their files are read otherwise
+// (readBy), or not at all.
+func lostWhy(lost []*pathParts) string {
+	readOtherwise := 0
+	for _, pp := range lost {
+		if pp.readBy != nil {
+			readOtherwise++
+		}
+	}
+	switch readOtherwise {
+	case 0:
+		return "no file under their path is read any more"
+	case len(lost):
+		return "their files are not read on from where they were kept"
+	}
+	return "their files are no longer read, or not on from where they were kept"
+}
+
 // lostParts counts the messages of lost, which no joiner goes on with, as too long in in
 // (nil: none to count them in), once each but for those the reader counted a part of
 // (Counted), as Joiner.Release's are; marks them taken, and logs them once to log, with
-// why: gone (what the input that held them became, or "") and whether their files are
-// read otherwise (readBy) or not at all.
-func (in *stream) lostParts(log *slog.Logger, lost []*pathParts, gone string) {
+// why.
+func (in *stream) lostParts(log *slog.Logger, lost []*pathParts, why string) {
 	if len(lost) == 0 {
 		return
 	}
-	messages, uncounted, readOtherwise := 0, 0, 0
+	messages, uncounted := 0, 0
 	paths := make([]string, 0, len(lost))
 	for _, pp := range lost {
 		pp.taken = true
 		paths = append(paths, pp.path)
 		messages += len(pp.parts)
-		if pp.readBy != nil {
-			readOtherwise++
-		}
 		for _, part := range pp.parts {
 			if !part.Counted {
 				uncounted++
@@ -735,14 +752,6 @@ func (in *stream) lostParts(log *slog.Logger, lost []*pathParts, gone string) {
 	}
 	slices.Sort(paths)
 	paths = slices.Compact(paths)
-	why := "their files are no longer read, or not on from where they were kept"
-	switch readOtherwise {
-	case 0:
-		why = "no file under their path is read any more"
-	case len(lost):
-		why = "their files are not read on from where they were kept"
-	}
-	why = gone + why
 	if in == nil {
 		log.Warn("the first parts of messages in parts are lost, counted nowhere: "+why+", and no input is left to count them", "paths", paths, "messages", messages)
 		return
