@@ -13,7 +13,6 @@ import (
 
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/exporter"
-	"github.com/logwindow/logwindow_exporter/internal/testutil/await"
 	"github.com/logwindow/logwindow_exporter/internal/testutil/metrictest"
 )
 
@@ -103,16 +102,7 @@ rules:
 	})
 	writers.Wait()
 	total := uint64(2 * rounds * perRound)
-	var read uint64
-	if !await.Until(t, func() bool {
-		read = 0
-		for _, s := range p.inputStats() {
-			read += s.LinesRead
-		}
-		return read == total
-	}) {
-		t.Fatalf("%d of %d lines read", read, total)
-	}
+	waitLinesRead(t, p, total)
 	close(done)
 	side.Wait()
 	// The rule's matched lines are counted just after the lines read.

@@ -445,3 +445,297 @@ func TestCRIPartsOfADeletedFileCounted(t *testing.T) {
 		})
 	}
 }
+
+// partLine is a CRI line of stdout at a fixed time.
+func partLine(tag, msg string) string {
+	return critest.Line("2024-03-01T12:00:00Z", "stdout", tag, msg) + "\n"
+}
+
+// criInputs is a rule file of wrapper: cri inputs, each `name: path`, read from their
+// beginning, with a rule that counts every message and one the whole messages of users.
+func criInputs(inputs ...string) string {
+	var b strings.Builder
+	b.WriteString("inputs:\n")
+	for _, in := range inputs {
+		name, path, _ := strings.Cut(in, ": ")
+		b.WriteString("  - {name: " + name + ", path: '" + path + "', wrapper: cri, start_at: beginning}\n")
+	}
+	b.WriteString("rules:\n  - {name: all, match: '.'}\n  - {name: users, match: '^user=(?P<user>\\w+) done$', labels: {user: '${user}'}}\n")
+	return b.String()
+}
+
+// tooLongByInput is what each running input counts as too long, by its label.
+func tooLongByInput(p *Pipeline) map[string]uint64 {
+	m := map[string]uint64{}
+	for _, s := range p.inputStats() {
+		m[s.Input] += s.Stats.TooLong
+	}
+	return m
+}
+
+func reloadText(t *testing.T, p *Pipeline, rules string) {
+	t.Helper()
+	cfg, err := config.Parse([]byte(rules), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Reload(cfg); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitLinesRead waits until the inputs read n lines in all.
+func waitLinesRead(t *testing.T, p *Pipeline, n uint64) {
+	t.Helper()
+	var got uint64
+	if !await.Until(t, func() bool {
+		got = 0
+		for _, s := range p.inputStats() {
+			got += s.LinesRead
+		}
+		return got == n
+	}) {
+		t.Fatalf("%d lines read, want %d", got, n)
+	}
+}
+
+// A reload that narrows a cri input's glob (a new path: a new input) dropped the
+// messages in parts of the files the glob no longer covers without a count or a word.
+// They count as too long in the input that replaces it, as a deleted file's do, and are
+// logged once, naming the input and the file; a file both globs cover is read on, and
+// its message goes on in the new input's joiner.
+func TestReloadNarrowedGlobCountsLostParts(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.log"), filepath.Join(dir, "b.log")
+	if err := os.WriteFile(a, []byte(partLine("P", "user=alice ")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(b, []byte(partLine("P", "user=bob ")+partLine("P", "took=5 ")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out syncbuf.Buffer
+	p := startStoredOn(t, criInputs("app: "+filepath.Join(dir, "*.log")), t.TempDir(), &out, Options{SnapshotInterval: time.Hour})
+	waitLinesRead(t, p, 3)
+	reloadText(t, p, criInputs("app: "+filepath.Join(dir, "a*.log")))
+	if got := tooLongByInput(p); got["app"] != 1 {
+		t.Errorf("too long %v once the glob left b.log, want app 1 (its message in parts)", got)
+	}
+	logged := out.String()
+	if !strings.Contains(logged, "the first parts of messages in parts are lost, counted as too long") || !strings.Contains(logged, b) || strings.Count(logged, "parts are lost") != 1 {
+		t.Errorf("the log does not say once that b.log's message in parts is lost:\n%s", logged)
+	}
+	appendTo(t, a, partLine("F", "done"))
+	// The new input counts from 0; a line counts as read once its events are in the series.
+	waitLinesRead(t, p, 1)
+	if got := gatherPipeline(t, p); got[`users_total{user="alice"}`] != 1 {
+		t.Errorf("users_total{alice} %v, want alice's message joined across the reload", got[`users_total{user="alice"}`])
+	}
+}
+
+// A reload that removes a cri input dropped its joiner's messages in parts uncounted.
+// They count as too long in the cri input the reload starts in its place; with none,
+// no counter of the input is left, and the log says how many, of which input and file.
+func TestReloadRemovedInputCountsLostParts(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// after are the inputs of the reload, beside the "web" input of dir/web; counted
+		// the input that counts the app's lost message, "" for none.
+		after   []string
+		counted string
+	}{
+		{name: "another input in its place", after: []string{"api: API"}, counted: "api"},
+		{name: "removed alone", counted: ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for _, sub := range []string{"app", "web", "api"} {
+				if err := os.Mkdir(filepath.Join(dir, sub), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			app := filepath.Join(dir, "app", "0.log")
+			if err := os.WriteFile(app, []byte(partLine("P", "user=alice ")), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			web := "web: " + filepath.Join(dir, "web", "*.log")
+			var out syncbuf.Buffer
+			p := startStoredOn(t, criInputs("app: "+filepath.Join(dir, "app", "*.log"), web), t.TempDir(), &out, Options{SnapshotInterval: time.Hour})
+			waitLinesRead(t, p, 1)
+			after := []string{web}
+			for _, in := range tc.after {
+				after = append(after, strings.ReplaceAll(in, "API", filepath.Join(dir, "api", "*.log")))
+			}
+			reloadText(t, p, criInputs(after...))
+			got := tooLongByInput(p)
+			var sum uint64
+			for _, n := range got {
+				sum += n
+			}
+			switch {
+			case tc.counted != "" && (got[tc.counted] != 1 || sum != 1):
+				t.Errorf("too long %v once app went, want %s 1", got, tc.counted)
+			case tc.counted == "" && sum != 0:
+				t.Errorf("too long %v once app went, want none: web reads none of its files", got)
+			}
+			logged := out.String()
+			want := "counted as too long"
+			if tc.counted == "" {
+				want = "counted nowhere"
+			}
+			if !strings.Contains(logged, "the first parts of messages in parts are lost, "+want) || !strings.Contains(logged, app) ||
+				!strings.Contains(logged, "input=app") && !strings.Contains(logged, "of_input=app") || !strings.Contains(logged, "messages=1") {
+				t.Errorf("the log does not say that app's message in parts is lost (%s):\n%s", want, logged)
+			}
+		})
+	}
+}
+
+// A restart whose snapshot keeps messages in parts that cannot be resumed dropped those
+// of a file gone while the exporter was down, or of an input whose path changed, without
+// a count or a word (one rewritten was logged, uncounted). Each counts as too long, once,
+// in the input that was to go on with it, and is logged naming the input and the file.
+func TestRestartCountsPartsNotResumed(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// down is what happens to the file while the exporter is down; glob the input's
+		// path at the restart, of the same name.
+		down    func(t *testing.T, log string)
+		glob    string
+		tooLong uint64
+	}{
+		{name: "read on", down: func(*testing.T, string) {}, glob: "*.log"},
+		{name: "rewritten", glob: "*.log", tooLong: 1, down: func(t *testing.T, log string) {
+			if err := os.Remove(log); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(log, []byte(partLine("F", "done")), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "deleted", glob: "*.log", tooLong: 1, down: func(t *testing.T, log string) {
+			if err := os.Remove(log); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "the glob no longer covers it", down: func(*testing.T, string) {}, glob: "x*.log", tooLong: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, storage := t.TempDir(), t.TempDir()
+			log := filepath.Join(dir, "0.log")
+			if err := os.WriteFile(log, []byte(partLine("P", "user=alice ")), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var out syncbuf.Buffer
+			p := startStoredOn(t, criInputs("app: "+filepath.Join(dir, "*.log")), storage, &out, Options{SnapshotInterval: time.Hour})
+			waitLinesRead(t, p, 1)
+			p.Stop()
+			tc.down(t, log)
+			var after syncbuf.Buffer
+			p = startStoredOn(t, criInputs("app: "+filepath.Join(dir, tc.glob)), storage, &after, Options{SnapshotInterval: time.Hour})
+			if got := tooLongByInput(p); got["app"] != tc.tooLong {
+				t.Errorf("too long %v after the restart, want app %d", got, tc.tooLong)
+			}
+			logged := after.String()
+			if said := strings.Contains(logged, "parts are lost") && strings.Contains(logged, log) && strings.Contains(logged, "input=app"); said != (tc.tooLong > 0) {
+				t.Errorf("the log says the message in parts of %s is lost: %v, want %v:\n%s", log, said, tc.tooLong > 0, logged)
+			}
+			if tc.tooLong == 0 {
+				appendTo(t, log, partLine("F", "done"))
+				waitTotal(t, p, "alice's message", `users_total{user="alice"}`, 1)
+			}
+		})
+	}
+}
+
+// A restart whose snapshot's messages in parts a glob's shards cannot resume, in files of
+// directories dealt to both of them, logged them once a shard: the log says it once for
+// the input, with every file, and each message counts once.
+func TestRestartShardsLogLostPartsOnce(t *testing.T) {
+	dir, storage := t.TempDir(), t.TempDir()
+	var logs []string
+	for _, sub := range []string{"a", "b", "c", "d"} {
+		if err := os.Mkdir(filepath.Join(dir, sub), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		log := filepath.Join(dir, sub, "0.log")
+		if err := os.WriteFile(log, []byte(partLine("P", "user=alice ")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		logs = append(logs, log)
+	}
+	rules := "inputs:\n  - {name: app, path: '" + filepath.Join(dir, "*", "*.log") + "', wrapper: cri, start_at: beginning, shards: 2}\nrules:\n  - {name: all, match: '.'}\n"
+	var out syncbuf.Buffer
+	p := startStoredOn(t, rules, storage, &out, Options{SnapshotInterval: time.Hour})
+	waitLinesRead(t, p, uint64(len(logs)))
+	p.Stop()
+	for _, log := range logs { // rewritten while the exporter is down
+		if err := os.Remove(log); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(log, []byte(partLine("F", "done")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var after syncbuf.Buffer
+	p = startStoredOn(t, rules, storage, &after, Options{SnapshotInterval: time.Hour})
+	if got := tooLongByInput(p); got["app"] != uint64(len(logs)) {
+		t.Errorf("too long %v after the restart, want app %d", got, len(logs))
+	}
+	logged := after.String()
+	if n := strings.Count(logged, "parts are lost"); n != 1 {
+		t.Errorf("the log says %d times that messages in parts are lost, want once:\n%s", n, logged)
+	}
+	for _, log := range logs {
+		if !strings.Contains(logged, log) {
+			t.Errorf("the log does not name %s:\n%s", log, logged)
+		}
+	}
+}
+
+// A reload that starts a cri input's followers anew goes on with its messages in parts in
+// the new followers' joiners when they still read CRI lines (`shards:` changed): none is
+// lost nor counted twice. When the input no longer reads CRI lines (its wrapper taken
+// away) they are lost, counted as too long in it, and the log said their file was no
+// longer read.
+func TestReloadStartedAnewCountsLostParts(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		edit    func(rules string) string
+		tooLong uint64
+	}{
+		{name: "shards changed", tooLong: 0, edit: func(rules string) string {
+			return strings.Replace(rules, "wrapper: cri,", "wrapper: cri, shards: 2,", 1)
+		}},
+		{name: "wrapper taken away", tooLong: 1, edit: func(rules string) string {
+			return strings.Replace(rules, "wrapper: cri, ", "", 1)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			log := filepath.Join(dir, "web", "0.log")
+			if err := os.Mkdir(filepath.Dir(log), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(log, []byte(partLine("P", "user=alice ")), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			rules := criInputs("app: " + filepath.Join(dir, "*", "*.log"))
+			var out syncbuf.Buffer
+			p := startStoredOn(t, rules, t.TempDir(), &out, Options{SnapshotInterval: time.Hour})
+			waitLinesRead(t, p, 1)
+			reloadText(t, p, tc.edit(rules))
+			if got := tooLongByInput(p); got["app"] != tc.tooLong {
+				t.Errorf("too long %v after the reload, want app %d", got, tc.tooLong)
+			}
+			logged := out.String()
+			said := strings.Contains(logged, "parts are lost")
+			if said != (tc.tooLong > 0) || said && (!strings.Contains(logged, "no longer reads CRI lines") || !strings.Contains(logged, log)) {
+				t.Errorf("the log says the message in parts of %s is lost: %v, want %v, because of the wrapper:\n%s", log, said, tc.tooLong > 0, logged)
+			}
+			if tc.tooLong == 0 {
+				appendTo(t, log, partLine("F", "done"))
+				waitTotal(t, p, "alice's message", `users_total{user="alice"}`, 1)
+			}
+		})
+	}
+}

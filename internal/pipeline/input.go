@@ -450,7 +450,12 @@ func (p *Pipeline) syncInputs(cfg *config.Config) error {
 		if !sources[in.source] {
 			p.stopInput(k, in)
 			if f, ok := in.running.(*follow.Follower); ok {
-				p.vanished = append(append(p.vanished, f.Positions()...), f.Left()...)
+				ps := f.Positions()
+				p.vanished = append(append(p.vanished, ps...), f.Left()...)
+				for _, pp := range in.partsAt(ps, f.Drained) {
+					pp.from = in.label
+					p.vanishedParts = append(p.vanishedParts, pp)
+				}
 			}
 		}
 	}
@@ -480,7 +485,9 @@ func (p *Pipeline) syncInputs(cfg *config.Config) error {
 		}
 	}
 	p.stopInputs(wanted)
+	p.settleParts(cfg)
 	p.handedOver, p.handedParts, p.handedLeft, p.handedTruncated, p.vanished = nil, nil, nil, nil, nil
+	p.vanishedParts, p.vanishedTo = nil, nil
 	return errors.Join(errs...)
 }
 

@@ -87,8 +87,17 @@ func startFollower(p *Pipeline, ci config.Input, in *stream, shard int) (input.I
 		opts.Release = func(dev, ino uint64) { in.deal.release(dev, ino, shard) }
 	}
 	in.joinOptions(&opts, &p.cut, func() config.Streams { return p.gen.Load().input(in.source).Streams })
-	if pps := p.partsOf(ci.Source()); in.cri != nil && len(pps) > 0 {
-		opts.Started = func(from []follow.Position) { in.resumeParts(pps, from) }
+	pps, vps := p.partsOf(ci.Source()), []pathParts(nil)
+	if opts.Resume == nil {
+		vps = p.vanishedParts // of the inputs this one may replace, as p.vanished
+	}
+	if in.cri != nil && len(pps)+len(vps) > 0 {
+		opts.Started = func(from []follow.Position) {
+			in.resumeFrom(from, pps, vps)
+			if len(vps) > 0 && p.vanishedTo == nil {
+				p.vanishedTo = in
+			}
+		}
 	}
 	in.formatOptions(p, &opts)
 	if in.files != nil {

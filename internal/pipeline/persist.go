@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/internal/input/cri"
 	"github.com/logwindow/logwindow_exporter/internal/input/follow"
 	"github.com/logwindow/logwindow_exporter/internal/selfmetric"
@@ -342,7 +343,7 @@ func decodePosition(r *wire.Reader, source string) follow.Position {
 // under one path, at a snapshot's cut or when a reload stopped its follower, with the
 // files read under that path then and where they were read up to: the joiner of a
 // restart, or of the follower that replaces the stopped one, is given the messages back
-// only when its follower reads each of those files on from there (resumeParts), so that
+// only when its follower reads each of those files on from there (resumeFrom), so that
 // their next parts are the lines that follow those they were joined from.
 type pathParts struct {
 	path string
@@ -350,6 +351,14 @@ type pathParts struct {
 	// a file read again from further back would give the messages parts they have.
 	files []follow.Position
 	parts []cri.Part
+	// from is the label of the input whose joiner held them, when that input is gone
+	// (Pipeline.vanishedParts), for the log of those no joiner goes on with; taken says
+	// that a joiner went on with them (resumeFrom) or that they were counted lost;
+	// readBy is the first stream whose follower reads their path, but not on from where
+	// they were kept (resumeFrom), which settleParts counts them in when none goes on.
+	from   string
+	taken  bool
+	readBy *stream
 }
 
 // Flags of a message in parts in its record.
@@ -588,13 +597,17 @@ func decodePathParts(rec []byte) (string, pathParts, error) {
 	return source, pp, r.Done()
 }
 
-// resumeParts gives in's joiner back the messages in parts of the snapshot restored, or
-// of the followers a reload stopped to start in's instead (handOver), before its follower
-// hands on a line, for each path whose files the follower reads on from where they were
-// when the messages were kept (from: where it reads each file from); the others are
-// lost, as they were before they were kept: a file rewritten or gone while the exporter
-// was down, or read again from further back.
-func (in *stream) resumeParts(pps []pathParts, from []follow.Position) {
+// resumeFrom gives in's joiner back the messages in parts of each of groups (of the
+// snapshot restored, of the followers a reload stopped to start in's instead, of the
+// inputs it removed), before its follower hands on a line, for each path whose files the
+// follower reads on from where they were when the messages were kept (from: where it
+// reads each file from), and marks them taken. Those of a path whose files it reads
+// otherwise (rewritten or gone while the exporter was down, or read again from further
+// back) are lost, as they were before they were kept: marked read by in, and those of
+// a path it reads no file under (another shard's, another input's, no one's) are left
+// to settleParts, which counts and logs, once every follower started, those no joiner
+// went on with.
+func (in *stream) resumeFrom(from []follow.Position, groups ...[]pathParts) {
 	type place struct {
 		path     string
 		dev, ino uint64
@@ -605,22 +618,29 @@ func (in *stream) resumeParts(pps []pathParts, from []follow.Position) {
 		readFrom[place{f.Path, f.Dev, f.Ino, f.Offset}], read[f.Path] = true, true
 	}
 	dropped := 0
-	for _, pp := range pps {
-		// A record without files (partsAt writes none) would be given to every shard.
-		readOn := len(pp.files) > 0 && !slices.ContainsFunc(pp.files, func(k follow.Position) bool {
-			return !readFrom[place{k.Path, k.Dev, k.Ino, k.Offset}]
-		})
-		switch {
-		case readOn:
-		case read[pp.path]:
-			in.log.Info("the first parts of a message in parts are lost: its file is not read on from where they were kept", "path", pp.path, "messages", len(pp.parts))
-			continue
-		default:
-			continue // another shard's path, or one no file is read under any more
-		}
-		for _, part := range pp.parts {
-			if !in.cri.Resume(pp.path, part) {
-				dropped++
+	for _, pps := range groups {
+		for i := range pps {
+			pp := &pps[i]
+			// A record without files (partsAt writes none) would be given to every shard.
+			readOn := len(pp.files) > 0 && !slices.ContainsFunc(pp.files, func(k follow.Position) bool {
+				return !readFrom[place{k.Path, k.Dev, k.Ino, k.Offset}]
+			})
+			switch {
+			case readOn:
+				// Of a gone input's files, every input that reads one on goes on with them.
+				pp.taken = true
+			case read[pp.path]:
+				if pp.readBy == nil {
+					pp.readBy = in
+				}
+				continue
+			default:
+				continue // another shard's path, or one no file is read under any more
+			}
+			for _, part := range pp.parts {
+				if !in.cri.Resume(pp.path, part) {
+					dropped++
+				}
 			}
 		}
 	}
@@ -630,6 +650,114 @@ func (in *stream) resumeParts(pps []pathParts, from []follow.Position) {
 		in.log.Warn("messages in parts not resumed, past the limit of messages in progress or of a stream named twice or unreadably: their first parts are lost, their last parts read as whole messages", "messages", dropped, "limit", cri.MaxTracked)
 	}
 	in.chargeHeld()
+}
+
+// settleParts counts, once syncInputs started cfg's inputs, the messages in parts their
+// joiners were given back and none went on with (resumeFrom): of a path under which
+// the input reads no file any more (its glob narrowed, or the file gone or rotated away
+// while the exporter was down) or reads it otherwise (rewritten meanwhile), or of an
+// input the configuration no longer names whose files no new input reads on
+// (Pipeline.vanishedParts). A message that lost its first parts so is dropped, as one
+// whose file went is (Joiner.Release): it counts as too long in the input that was to go
+// on with it (its source's first shard, its input's self-metrics summing its shards), or
+// for a gone input the new one that reads their file otherwise, else the first new cri
+// input given its parts; an input removed with none started in its place leaves no
+// counter to count them in, and they are logged only. They are logged here, once every
+// follower started, so that an input of several shards logs them in one line.
+func (p *Pipeline) settleParts(cfg *config.Config) {
+	for _, ci := range cfg.Inputs {
+		lost := untaken(p.partsOf(ci.Source()))
+		if len(lost) == 0 {
+			continue
+		}
+		in := p.inputs[streamKey(ci, 0)]
+		for _, pp := range lost {
+			in = cmp.Or(in, pp.readBy) // its first shard did not start: one that did
+		}
+		log, why := p.opts.Logger.With("input", ci.Label()), lostWhy(lost)
+		if in != nil {
+			log = in.log
+		}
+		if in != nil && in.cri == nil {
+			why = "the input no longer reads CRI lines (its wrapper changed)"
+		}
+		in.lostParts(log, lost, why)
+	}
+	type to struct {
+		from string
+		in   *stream
+	}
+	byInput := map[to][]*pathParts{}
+	for _, pp := range untaken(p.vanishedParts) {
+		k := to{pp.from, cmp.Or(pp.readBy, p.vanishedTo)}
+		byInput[k] = append(byInput[k], pp)
+	}
+	for k, lost := range byInput {
+		log := p.opts.Logger.With("input", k.from)
+		if k.in != nil {
+			log = k.in.log.With("of_input", k.from)
+		}
+		k.in.lostParts(log, lost, "the input that held them is gone, "+lostWhy(lost))
+	}
+}
+
+// untaken is the messages in parts of pps no joiner went on with nor counted.
+func untaken(pps []pathParts) []*pathParts {
+	var out []*pathParts
+	for i := range pps {
+		if !pps[i].taken {
+			out = append(out, &pps[i])
+		}
+	}
+	return out
+}
+
+// lostWhy says why the messages of lost are lost: their files are read otherwise
+// (readBy), or not at all.
+func lostWhy(lost []*pathParts) string {
+	readOtherwise := 0
+	for _, pp := range lost {
+		if pp.readBy != nil {
+			readOtherwise++
+		}
+	}
+	switch readOtherwise {
+	case 0:
+		return "no file under their path is read any more"
+	case len(lost):
+		return "their files are not read on from where they were kept"
+	}
+	return "their files are no longer read, or not on from where they were kept"
+}
+
+// lostParts counts the messages of lost, which no joiner goes on with, as too long in in
+// (nil: none to count them in), once each but for those the reader counted a part of
+// (Counted), as Joiner.Release's are; marks them taken, and logs them once to log, with
+// why.
+func (in *stream) lostParts(log *slog.Logger, lost []*pathParts, why string) {
+	if len(lost) == 0 {
+		return
+	}
+	messages, uncounted := 0, 0
+	paths := make([]string, 0, len(lost))
+	for _, pp := range lost {
+		pp.taken = true
+		paths = append(paths, pp.path)
+		messages += len(pp.parts)
+		for _, part := range pp.parts {
+			if !part.Counted {
+				uncounted++
+			}
+		}
+	}
+	slices.Sort(paths)
+	paths = slices.Compact(paths)
+	if in == nil {
+		log.Warn("the first parts of messages in parts are lost, counted nowhere: "+why+", and no input is left to count them", "paths", paths, "messages", messages)
+		return
+	}
+	in.tooLong.Add(uint64(uncounted))
+	log.Warn("the first parts of messages in parts are lost, counted as too long: "+why, "paths", paths, "messages", messages, "counted", uncounted)
 }
 
 // Snapshot writes the state to the storage directory now: every rule's series and the

@@ -1147,7 +1147,7 @@ rules:
 			if s := p.StorageStats(); s.RestoredRules != 2 || s.RestoreFailures != 0 {
 				t.Errorf("storage stats %+v, want 2 rules restored and no failure", s)
 			}
-			if said := strings.Contains(out.String(), "the first parts of a message in parts are lost"); said != tc.rewritten {
+			if said := strings.Contains(out.String(), "the first parts of messages in parts are lost"); said != tc.rewritten {
 				t.Errorf("the log says the parts are lost: %v, want %v:\n%s", said, tc.rewritten, out.String())
 			}
 			waitCaughtUp(t, p)
@@ -1266,7 +1266,7 @@ func partsRecord() []byte {
 	return appendPathParts(nil, in.source, pps[0])
 }
 
-// resumeParts gives a joiner back the messages in parts of a path only when its follower
+// resumeFrom gives a joiner back the messages in parts of a path only when its follower
 // reads on each file they were kept with from where it was: not those of another shard's
 // path, nor those of a record that names no file (an edited snapshot), which no line
 // would ever end and which would hold memory for good.
@@ -1287,7 +1287,7 @@ func TestResumeParts(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			in := &stream{cri: cri.New(64), log: slog.New(slog.DiscardHandler)}
-			in.resumeParts([]pathParts{{path: path, files: tc.files, parts: parts}}, tc.from)
+			in.resumeFrom(tc.from, []pathParts{{path: path, files: tc.files, parts: parts}})
 			if given := in.cri.HeldBytes() > 0; given != tc.given {
 				t.Errorf("the joiner holds %d bytes: given back %v, want %v", in.cri.HeldBytes(), given, tc.given)
 			}
@@ -1309,7 +1309,7 @@ func TestResumePartsPastMaxTracked(t *testing.T) {
 	}
 	var out syncbuf.Buffer
 	in := &stream{cri: cri.New(64), log: slog.New(slog.NewTextHandler(&out, nil))}
-	in.resumeParts(pps, from)
+	in.resumeFrom(from, pps)
 	if want := fmt.Sprintf("messages=%d limit=%d", over, cri.MaxTracked); !strings.Contains(out.String(), "messages in parts not resumed") || !strings.Contains(out.String(), want) {
 		t.Errorf("the log does not say %s were not resumed:\n%s", want, out.String())
 	}
@@ -1336,7 +1336,7 @@ func FuzzDecodePathParts(f *testing.F) {
 		}
 		const limit = 64
 		in := &stream{cri: cri.New(limit), log: slog.New(slog.DiscardHandler)}
-		in.resumeParts([]pathParts{pp}, pp.files)
+		in.resumeFrom(pp.files, []pathParts{pp})
 		for _, part := range pp.parts {
 			msg, _, _ := in.cri.Feed(pp.path, []byte("t "+part.Stream+" F end"))
 			if len(msg) > limit {

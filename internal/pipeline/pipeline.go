@@ -208,6 +208,13 @@ type Pipeline struct {
 	// `access.log*`) is a new one, which reads on where the old one stopped in the files
 	// both match. At Start they are those of the snapshot restored.
 	vanished []follow.Position
+	// vanishedParts are the CRI messages in parts the joiners of those inputs were in the
+	// middle of (with from, the input's label), given back with vanished to the joiners of
+	// the new inputs that read their files on from where they were kept; vanishedTo is
+	// the first new cri input given them, which counts those none went on with
+	// (settleParts).
+	vanishedParts []pathParts
+	vanishedTo    *stream
 	// unreadable is what warnUnreadable keeps of each input by label, and looked each
 	// stream's counts at its last look, used by it alone.
 	unreadable map[string]*unreadable
@@ -247,6 +254,10 @@ func Start(cfg *config.Config, opts Options) (*Pipeline, error) {
 	for source, ps := range p.resume {
 		if !slices.ContainsFunc(cfg.Inputs, func(ci config.Input) bool { return ci.Source() == source }) {
 			p.vanished = append(append(p.vanished, ps...), p.resumeLeft[source]...)
+			for _, pp := range p.resumeParts[source] {
+				pp.from = source
+				p.vanishedParts = append(p.vanishedParts, pp)
+			}
 		}
 	}
 	err = p.syncInputs(cfg)
