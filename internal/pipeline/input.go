@@ -83,6 +83,9 @@ type stream struct {
 	// header is the syslog header of the datagram being handled (syslog.Options.Header),
 	// used by the reading goroutine only.
 	header syslog.Header
+	// later says that the follower lists and opens its files in its own goroutine
+	// (follow.Options.Later), as a reload starts it; readiness does not wait for it.
+	later bool
 	// deal is the dealer of the glob's directories that this follower shares with the
 	// input's other shards (nil with one follower).
 	deal *dealer

@@ -65,7 +65,11 @@ func startFollower(p *Pipeline, ci config.Input, in *stream, shard int) (input.I
 		Block:         hold.Block,
 		CaughtUp:      hold.CaughtUp,
 		Files:         p.opts.OpenFiles,
+		// A reload's (or a retry's) follower lists its files without p.mu (apply); the
+		// start's before the exporter serves, as its warm start may fill windows.
+		Later: !p.starting,
 	}
+	in.later = opts.Later
 	opts.Resume, opts.HandOver = p.resumeOf(ci.Source())
 	opts.Left, opts.Truncated = p.leftOf(ci.Source())
 	if opts.Resume == nil && len(p.vanished) > 0 {
