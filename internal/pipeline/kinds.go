@@ -68,6 +68,7 @@ func startFollower(p *Pipeline, ci config.Input, in *stream, shard int) (input.I
 		// A reload's (or a retry's) follower lists its files without p.mu (apply); the
 		// start's before the exporter serves, as its warm start may fill windows.
 		Later: !p.starting,
+		Found: func(path string, dev, ino uint64) { p.warnReadTwice(in.source, path, fileID{dev: dev, ino: ino}) },
 	}
 	in.later = opts.Later
 	opts.Resume, opts.HandOver = p.resumeOf(ci.Source())

@@ -102,6 +102,9 @@ type generation struct {
 	// zonesTold are the inputs' time reads whose lines were warned of as a whole UTC
 	// offset from the clock (watchZones), by source and time read.
 	zonesTold sync.Map
+	// readTwiceTold are the files found after the start or the reload of this config that
+	// were warned of as read by several inputs (warnReadTwice), by identity.
+	readTwiceTold sync.Map
 }
 
 // Build makes of cfg what the start makes of it, its parser and its stores, and returns
@@ -154,6 +157,11 @@ type Pipeline struct {
 	// reloading and not under mu: it lists and stats the inputs' files, a second over a
 	// node of 5,000 pod files. A test holds a reload in it to see what waits on it.
 	startWarnings func(cfg *config.Config, seriesMaxBytes int64) []string
+
+	// followed are the streams of inputs as syncInputs last left them, which a follower
+	// that found a file looks through for others that read it (warnReadTwice) without
+	// p.mu, which Stop holds while it waits for the followers.
+	followed atomic.Pointer[[]*stream]
 
 	mu          sync.Mutex         // serialises reloads and Stop; guards the fields below
 	inputs      map[string]*stream // by config.Input.Source

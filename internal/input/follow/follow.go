@@ -180,6 +180,11 @@ type Options struct {
 	// others wait on while it starts followers (a reload's) so holds it for none of the
 	// listing: a new glob over 5,000 files took one to two seconds to list, stat and open.
 	Later bool
+	// Found, when set, is called in the discovery goroutine when a scan after the first
+	// opens a file to read at a path none of the follower's files is read under (a new
+	// pod's log; not a log's next file, rotated in while its last is read), once the
+	// follower reads it (Reads), with its path and identity.
+	Found func(path string, dev, ino uint64)
 	// Files, when not nil, bounds the files open at once, with the other followers that
 	// share it: a file the bound keeps from being opened waits, counted as an open error
 	// once and warned of with how many wait, and is opened by a later scan once a place
@@ -501,6 +506,14 @@ func (f *Follower) first() {
 // Scanned is closed once the first scan is done: at once after Start, unless
 // Options.Later has the discovery goroutine make it.
 func (f *Follower) Scanned() <-chan struct{} { return f.scanned }
+
+// Reads reports whether the follower reads the file of dev and ino now.
+func (f *Follower) Reads(dev, ino uint64) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, ok := f.byID[fileID{dev: dev, ino: ino}]
+	return ok
+}
 
 // newFollower is Start up to its first scan: tests drive the scans themselves.
 func newFollower(opts Options, h input.Handler) (*Follower, error) {
