@@ -172,6 +172,7 @@ type Options struct {
 	// line is handed on, with where each file it found is read from (Positions then): a
 	// caller that kept state with Positions taken before (a CRI message being joined) can
 	// tell whether the files that state goes on in are read on from where it was kept.
+	// With Later, the discovery goroutine calls it, and Positions waits for it.
 	Started func(from []Position)
 	// Later has Start return before its first scan, which the discovery goroutine then
 	// makes (Left's placing, the first scan and Started) before it watches and the reader
@@ -492,19 +493,22 @@ func Start(opts Options, h input.Handler) (*Follower, error) {
 }
 
 // first is the first scan, the files of Options.Resume found rotated away, and Started.
+// With Options.Later, Scanned is closed once Started returned: what the caller's Started
+// resumes (a CRI joiner's messages in parts) is one cut with Positions, as without Later,
+// where Start returns after it, and a snapshot taken meanwhile has it.
 func (f *Follower) first() {
 	f.discover(true)
 	f.resumeRotated()
+	if f.o.Started != nil {
+		f.o.Started(f.positionsNow())
+	}
 	if f.o.Later {
 		close(f.scanned)
 	}
-	if f.o.Started != nil {
-		f.o.Started(f.Positions())
-	}
 }
 
-// Scanned is closed once the first scan is done: at once after Start, unless
-// Options.Later has the discovery goroutine make it.
+// Scanned is closed once the first scan and Started are done: at once after Start, unless
+// Options.Later has the discovery goroutine make them.
 func (f *Follower) Scanned() <-chan struct{} { return f.scanned }
 
 // Reads reports whether the follower reads the file of dev and ino now.

@@ -1,8 +1,10 @@
 package follow
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -26,7 +28,7 @@ func TestStartLater(t *testing.T) {
 			}
 			listing, listed := make(chan struct{}), make(chan struct{})
 			release := sync.OnceFunc(func() { close(listed) })
-			t.Cleanup(release)
+			t.Cleanup(release) // had Start not returned
 			var once sync.Once
 			var lines atomic.Int32
 			o := Options{Path: filepath.Join(dir, "*.log"), Later: true, noNotify: true, Logger: testLogger(t), listed: func() {
@@ -48,22 +50,22 @@ func TestStartLater(t *testing.T) {
 				return
 			}
 			t.Cleanup(f.Stop)
+			t.Cleanup(release) // before Stop, which waits for the scan held
 			<-listing
 			if f.Ready() {
 				t.Error("ready before its first scan")
 			}
 			positions := make(chan []Position, 1)
 			go func() { positions <- f.Positions() }()
+			if !await.Until(t, func() bool { return len(positions) > 0 || blockedIn("follow.(*Follower).Positions") }) || len(positions) > 0 {
+				t.Fatalf("positions %+v before the first scan", <-positions)
+			}
 			stopped := make(chan struct{})
 			if stop {
 				go func() { f.Stop(); close(stopped) }()
-			}
-			select {
-			case ps := <-positions:
-				t.Fatalf("positions %+v before the first scan", ps)
-			case <-stopped:
-				t.Fatal("stopped before its first scan was done")
-			default:
+				if !await.Until(t, func() bool { return chanClosed(stopped) || blockedIn("follow.(*Follower).Stop") }) || chanClosed(stopped) {
+					t.Fatal("stopped before its first scan was done")
+				}
 			}
 			release()
 			ps, _ := await.Receive(t, positions)
@@ -82,5 +84,75 @@ func TestStartLater(t *testing.T) {
 				t.Error("not ready after its first scan")
 			}
 		})
+	}
+}
+
+// TestStartLaterStarted: with Options.Later, Positions waits for Started too, which the
+// discovery goroutine calls after its first scan: a pipeline's snapshot taken meanwhile
+// would have the positions of a CRI input's files without the messages in parts Started
+// gives back to its joiner (lost at the next restart), and would read the joiner as
+// Started writes to it.
+func TestStartLaterStarted(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "a.log"), []byte("before the start\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	starting, started := make(chan struct{}), make(chan struct{})
+	release := sync.OnceFunc(func() { close(started) })
+	o := Options{Path: filepath.Join(dir, "*.log"), Later: true, noNotify: true, Logger: testLogger(t), Started: func([]Position) {
+		close(starting)
+		<-started
+	}}
+	f, err := Start(o, func(string, []byte) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Stop)
+	t.Cleanup(release) // before Stop, which waits for Started held
+	<-starting
+	positions := make(chan []Position, 1)
+	go func() { positions <- f.Positions() }()
+	if !await.Until(t, func() bool { return len(positions) > 0 || blockedIn("follow.(*Follower).Positions") }) || len(positions) > 0 {
+		t.Fatalf("positions %+v while Started runs", <-positions)
+	}
+	select {
+	case <-f.Scanned():
+		t.Error("scanned while Started runs")
+	default:
+	}
+	release()
+	if ps, _ := await.Receive(t, positions); len(ps) != 1 {
+		t.Errorf("positions %+v after Started, want the one file's", ps)
+	}
+}
+
+// blockedIn reports whether a goroutine is blocked (not running nor runnable) in the
+// function fn, as a stack trace names it: its package's last element first.
+func blockedIn(fn string) bool {
+	buf := make([]byte, 1<<16)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	for g := range bytes.SplitSeq(buf, []byte("\n\n")) {
+		head, _, _ := bytes.Cut(g, []byte("\n"))
+		if !bytes.Contains(head, []byte("[running]")) && !bytes.Contains(head, []byte("[runnable]")) && bytes.Contains(g, []byte("/"+fn+"(")) {
+			return true
+		}
+	}
+	return false
+}
+
+// chanClosed reports whether c is closed.
+func chanClosed(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
 	}
 }

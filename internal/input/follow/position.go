@@ -80,6 +80,11 @@ const HeadBytes = headLen
 // follower that replaces it (Options.Resume) reads on from there.
 func (f *Follower) Positions() []Position {
 	<-f.scanned // Options.Later
+	return f.positionsNow()
+}
+
+// positionsNow is Positions without the wait for the first scan, which calls it.
+func (f *Follower) positionsNow() []Position {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.byID == nil {
