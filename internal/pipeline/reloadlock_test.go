@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -214,16 +213,7 @@ func looksAtOnce(t *testing.T, p *Pipeline, what string) bool {
 // function fn (as a stack trace names it, its package's last element first): its stack's
 // frame below the lock's is fn's.
 func waitsOnLockIn(fn string) bool {
-	buf := make([]byte, 1<<16)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
-	for g := range bytes.SplitSeq(buf, []byte("\n\n")) {
+	for _, g := range await.Stacks() {
 		lines := bytes.Split(g, []byte("\n"))
 		if !bytes.Contains(lines[0], []byte("[sync.Mutex.Lock")) {
 			continue

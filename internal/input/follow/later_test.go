@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -129,16 +128,7 @@ func TestStartLaterStarted(t *testing.T) {
 // blockedIn reports whether a goroutine is blocked (not running nor runnable) in the
 // function fn, as a stack trace names it: its package's last element first.
 func blockedIn(fn string) bool {
-	buf := make([]byte, 1<<16)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
-	for g := range bytes.SplitSeq(buf, []byte("\n\n")) {
+	for _, g := range await.Stacks() {
 		head, _, _ := bytes.Cut(g, []byte("\n"))
 		if !bytes.Contains(head, []byte("[running]")) && !bytes.Contains(head, []byte("[runnable]")) && bytes.Contains(g, []byte("/"+fn+"(")) {
 			return true
