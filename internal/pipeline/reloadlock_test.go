@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -296,6 +297,53 @@ func TestReloadOpensNewInputsWithoutTheLock(t *testing.T) {
 		appendTo(t, log, "x after the reload\n")
 	}
 	waitRead(t, p, 2)
+}
+
+// TestSnapshotWaitsForNewInputsOutsideTheCut: a snapshot taken while a reload's new
+// follower lists and opens its files waits for it, as its positions are not known before,
+// but not under the cut, which every input's reading takes for each read: they would all
+// stall for as long (one to two seconds over a new glob of 5,000 files).
+func TestSnapshotWaitsForNewInputsOutsideTheCut(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "pods", "ns_web-1_u1", "0.log")
+	if err := os.MkdirAll(filepath.Dir(log), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeRules(t, log, "x before the reload\n")
+	held := &holdLog{next: slog.DiscardHandler, hold: &hold{msg: "following file", holding: make(chan struct{}), until: make(chan struct{})}}
+	p := startRules(t, []byte("rules: [{name: lines, match: x}]\n"), Options{Now: time.Now, PollInterval: time.Hour, Logger: slog.New(held), StoragePath: filepath.Join(dir, "state")})
+	release := sync.OnceFunc(func() { close(held.hold.until) })
+	t.Cleanup(release) // before the pipeline stops, had the test failed with the follower held
+	cfg, err := config.Parse(fmt.Appendf(nil, "inputs: [{path: %s}]\nrules: [{name: lines, match: x}]\n", filepath.Join(dir, "pods", "*", "*.log")), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reloaded := make(chan error, 1)
+	go func() { reloaded <- p.Reload(cfg) }()
+	<-held.hold.holding
+
+	snapped := make(chan error, 1)
+	go func() { snapped <- p.Snapshot() }()
+	waits := func() bool {
+		return slices.ContainsFunc(await.Stacks(), func(g []byte) bool {
+			return bytes.Contains(g, []byte("[chan receive")) && bytes.Contains(g, []byte("/pipeline.(*Pipeline).snapshot("))
+		})
+	}
+	if !await.Until(t, func() bool { return len(snapped) > 0 || waits() }) {
+		t.Fatal("the snapshot neither returns nor waits for the new follower")
+	}
+	if p.cut.TryRLock() {
+		p.cut.RUnlock()
+	} else {
+		t.Error("the snapshot waits for the new follower's first scan under the cut, which holds every input's reading")
+	}
+	release()
+	if err := <-reloaded; err != nil {
+		t.Fatal(err)
+	}
+	if err, _ := await.Receive(t, snapped); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // holdLog is a log handler that holds the goroutine that logs hold.msg until hold.until
