@@ -299,9 +299,12 @@ func there(file string) bool {
 }
 
 // inputPaths lists the inputs as name: path (or socket address), for messages.
-func inputPaths(cfg *config.Config) string {
+func inputPaths(cfg *config.Config) string { return inputPathsOf(cfg.Inputs) }
+
+// inputPathsOf lists ins as name: path (or socket address), for messages.
+func inputPathsOf(ins []config.Input) string {
 	var paths []string
-	for _, in := range cfg.Inputs {
+	for _, in := range ins {
 		if in.Name == "" {
 			paths = append(paths, in.Source())
 		} else {

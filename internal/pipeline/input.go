@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -83,6 +84,9 @@ type stream struct {
 	// header is the syslog header of the datagram being handled (syslog.Options.Header),
 	// used by the reading goroutine only.
 	header syslog.Header
+	// later says that the follower lists and opens its files in its own goroutine
+	// (follow.Options.Later), as a reload starts it; readiness does not wait for it.
+	later bool
 	// deal is the dealer of the glob's directories that this follower shares with the
 	// input's other shards (nil with one follower).
 	deal *dealer
@@ -488,6 +492,8 @@ func (p *Pipeline) syncInputs(cfg *config.Config) error {
 	p.settleParts(cfg)
 	p.handedOver, p.handedParts, p.handedLeft, p.handedTruncated, p.vanished = nil, nil, nil, nil, nil
 	p.vanishedParts, p.vanishedTo = nil, nil
+	followed := slices.Collect(maps.Values(p.inputs))
+	p.followed.Store(&followed)
 	return errors.Join(errs...)
 }
 
@@ -994,14 +1000,10 @@ func ReadTwice(cfg *config.Config) []string {
 	var seen []fileID
 	for i, a := range cfg.Inputs {
 		for j := i + 1; j < len(cfg.Inputs) && a.File != nil; j++ {
+			if !countedTwice(cfg, a, cfg.Inputs[j]) || len(filesOf(i)) == 0 || len(filesOf(j)) == 0 {
+				continue
+			}
 			b := cfg.Inputs[j]
-			if b.File == nil || configWarns(a.File.Path, b.File.Path) || a.Streams.Apart(b.Streams) {
-				continue
-			}
-			both := slices.ContainsFunc(cfg.Rules, func(r *config.Rule) bool { return r.Reads(a) && r.Reads(b) })
-			if !both || len(filesOf(i)) == 0 || len(filesOf(j)) == 0 {
-				continue
-			}
 			ofB := map[fileID][]string{}
 			for _, g := range files[j] {
 				ofB[g.id] = append(ofB[g.id], g.path)
@@ -1045,6 +1047,63 @@ func ReadTwice(cfg *config.Config) []string {
 		out = append(out, readTwiceWarning(cfg, g.inputs, g.paths))
 	}
 	return out
+}
+
+// countedTwice reports whether a line of a file the file inputs a and b of cfg both read
+// is counted twice, a warning of ReadTwice's: a rule reads both, of streams not apart,
+// and config does not warn of them already (configWarns).
+func countedTwice(cfg *config.Config, a, b config.Input) bool {
+	if a.File == nil || b.File == nil || configWarns(a.File.Path, b.File.Path) || a.Streams.Apart(b.Streams) {
+		return false
+	}
+	return slices.ContainsFunc(cfg.Rules, func(r *config.Rule) bool { return r.Reads(a) && r.Reads(b) })
+}
+
+// warnReadTwice warns of the file at path, of identity id, which the follower of the
+// input of source found after its first scan (follow.Options.Found: a pod started since
+// the start or the last reload), when the followers of other inputs read it too and a
+// rule counts its lines twice or more: ReadTwice's warning, which the start and a reload
+// word of the files there then, said of it as it comes rather than at the next reload,
+// once. The follower of the input that finds it last warns: each reads it before it looks
+// at the others, so of two that find it at once, one sees the other at least.
+func (p *Pipeline) warnReadTwice(source, path string, id fileID) {
+	followed := p.followed.Load()
+	if followed == nil {
+		return
+	}
+	sources := []string{source}
+	for _, in := range *followed {
+		if f, ok := in.running.(*follow.Follower); ok && !slices.Contains(sources, in.source) && f.Reads(id.dev, id.ino) {
+			sources = append(sources, in.source)
+		}
+	}
+	if len(sources) < 2 {
+		return
+	}
+	g := p.gen.Load()
+	cfg := g.cfg
+	var readers, ins []int
+	for i, ci := range cfg.Inputs {
+		if slices.Contains(sources, ci.Source()) {
+			readers = append(readers, i)
+		}
+	}
+	for _, k := range readers {
+		if slices.ContainsFunc(readers, func(j int) bool { return j != k && countedTwice(cfg, cfg.Inputs[k], cfg.Inputs[j]) }) {
+			ins = append(ins, k)
+		}
+	}
+	if len(ins) < 2 {
+		return
+	}
+	if _, told := g.readTwiceTold.LoadOrStore(id, true); told {
+		return
+	}
+	read := make([]config.Input, len(ins))
+	for k, i := range ins {
+		read[k] = cfg.Inputs[i]
+	}
+	p.opts.Logger.Warn(readTwiceWarning(cfg, ins, []string{path}), "inputs", inputPathsOf(read))
 }
 
 // readTwiceWarning words ReadTwice's warning of the files at paths, which the inputs of

@@ -65,6 +65,10 @@ func startFollower(p *Pipeline, ci config.Input, in *stream, shard int) (input.I
 		Block:         hold.Block,
 		CaughtUp:      hold.CaughtUp,
 		Files:         p.opts.OpenFiles,
+		// A reload's (or a retry's) follower lists its files without p.mu (apply); the
+		// start's before the exporter serves, as its warm start may fill windows.
+		Later: !p.starting,
+		Found: func(path string, dev, ino uint64) { p.warnReadTwice(in.source, path, fileID{dev: dev, ino: ino}) },
 	}
 	opts.Resume, opts.HandOver = p.resumeOf(ci.Source())
 	opts.Left, opts.Truncated = p.leftOf(ci.Source())
@@ -98,7 +102,11 @@ func startFollower(p *Pipeline, ci config.Input, in *stream, shard int) (input.I
 				p.vanishedTo = in
 			}
 		}
+		// settleParts counts, under p.mu once the inputs started, the messages no Started
+		// took: one that gives messages back runs before it, its first scan under p.mu.
+		opts.Later = false
 	}
+	in.later = opts.Later
 	in.formatOptions(p, &opts)
 	if in.files != nil {
 		in.at = new(follow.Line)

@@ -833,6 +833,15 @@ func (p *Pipeline) snapshot(ahead *store.Encoded, sp *storage.Spill, aheadErr er
 	if sp != nil {
 		defer sp.Close()
 	}
+	// A reload's new followers list and open their files in their own goroutines
+	// (follow.Options.Later), and their positions wait for that: waited for here, not
+	// under the cut, which would hold every input's lines meanwhile (a second or two over
+	// a new glob of 5,000 files). p.mu keeps others from starting.
+	for _, in := range p.inputs {
+		if f, ok := in.running.(*follow.Follower); ok {
+			<-f.Scanned()
+		}
+	}
 	cutAt := time.Now()
 	p.cut.Lock()
 	files, left, drained := make(map[string][]follow.Position), make(map[string][]follow.Position), make(map[string][]follow.Position)

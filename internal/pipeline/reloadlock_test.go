@@ -2,11 +2,12 @@ package pipeline
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -213,16 +214,7 @@ func looksAtOnce(t *testing.T, p *Pipeline, what string) bool {
 // function fn (as a stack trace names it, its package's last element first): its stack's
 // frame below the lock's is fn's.
 func waitsOnLockIn(fn string) bool {
-	buf := make([]byte, 1<<16)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
-	for g := range bytes.SplitSeq(buf, []byte("\n\n")) {
+	for _, g := range await.Stacks() {
 		lines := bytes.Split(g, []byte("\n"))
 		if !bytes.Contains(lines[0], []byte("[sync.Mutex.Lock")) {
 			continue
@@ -257,4 +249,132 @@ func startRuleFile(t *testing.T, path string) *Pipeline {
 	}
 	t.Cleanup(p.Stop)
 	return p
+}
+
+// TestReloadOpensNewInputsWithoutTheLock: a reload that adds an input has its follower
+// list, stat and open the input's files in its own goroutine, not under the lock that
+// every scrape, /-/ready and the status page wait on: over a new glob of 5,000 pod files
+// that held them one to two seconds. The new follower is held as it logs the first file
+// it follows until the looks at the pipeline are done, so had they waited on it they
+// would never be. The reload still returns once its new input's files are positioned, as
+// before: a line written after it is read, and none written before (start_at: end).
+func TestReloadOpensNewInputsWithoutTheLock(t *testing.T) {
+	dir := t.TempDir()
+	var logs []string
+	for _, pod := range []string{"ns_web-1_u1", "ns_web-2_u2"} {
+		log := filepath.Join(dir, "pods", pod, "0.log")
+		if err := os.MkdirAll(filepath.Dir(log), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		writeRules(t, log, "x before the reload\n")
+		logs = append(logs, log)
+	}
+	held := &holdLog{next: slog.DiscardHandler, hold: &hold{msg: "following file", holding: make(chan struct{}), until: make(chan struct{})}}
+	p := startRules(t, []byte("rules: [{name: lines, match: x}]\n"), Options{Now: time.Now, PollInterval: 10 * time.Millisecond, Logger: slog.New(held)})
+	release := sync.OnceFunc(func() { close(held.hold.until) })
+	t.Cleanup(release) // before the pipeline stops, had the test failed with the follower held
+	cfg, err := config.Parse(fmt.Appendf(nil, "inputs: [{path: %s}]\nrules: [{name: lines, match: x}]\n", filepath.Join(dir, "pods", "*", "*.log")), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reloaded := make(chan error, 1)
+	go func() { reloaded <- p.Reload(cfg) }()
+	<-held.hold.holding
+
+	if !looksAtOnce(t, p, "list and open its new input's files") {
+		t.Error("not ready while a reload opens its new input's files; want ready, as what serves is")
+	}
+	select {
+	case err := <-reloaded:
+		t.Fatalf("the reload returned (%v) before its new input's files were opened", err)
+	default:
+	}
+	release()
+	if err := <-reloaded; err != nil {
+		t.Fatal(err)
+	}
+	for _, log := range logs {
+		appendTo(t, log, "x after the reload\n")
+	}
+	waitRead(t, p, 2)
+}
+
+// TestSnapshotWaitsForNewInputsOutsideTheCut: a snapshot taken while a reload's new
+// follower lists and opens its files waits for it, as its positions are not known before,
+// but not under the cut, which every input's reading takes for each read: they would all
+// stall for as long (one to two seconds over a new glob of 5,000 files).
+func TestSnapshotWaitsForNewInputsOutsideTheCut(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "pods", "ns_web-1_u1", "0.log")
+	if err := os.MkdirAll(filepath.Dir(log), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeRules(t, log, "x before the reload\n")
+	held := &holdLog{next: slog.DiscardHandler, hold: &hold{msg: "following file", holding: make(chan struct{}), until: make(chan struct{})}}
+	p := startRules(t, []byte("rules: [{name: lines, match: x}]\n"), Options{Now: time.Now, PollInterval: time.Hour, Logger: slog.New(held), StoragePath: filepath.Join(dir, "state")})
+	release := sync.OnceFunc(func() { close(held.hold.until) })
+	t.Cleanup(release) // before the pipeline stops, had the test failed with the follower held
+	cfg, err := config.Parse(fmt.Appendf(nil, "inputs: [{path: %s}]\nrules: [{name: lines, match: x}]\n", filepath.Join(dir, "pods", "*", "*.log")), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reloaded := make(chan error, 1)
+	go func() { reloaded <- p.Reload(cfg) }()
+	<-held.hold.holding
+
+	snapped := make(chan error, 1)
+	go func() { snapped <- p.Snapshot() }()
+	waits := func() bool {
+		return slices.ContainsFunc(await.Stacks(), func(g []byte) bool {
+			return bytes.Contains(g, []byte("[chan receive")) && bytes.Contains(g, []byte("/pipeline.(*Pipeline).snapshot("))
+		})
+	}
+	if !await.Until(t, func() bool { return len(snapped) > 0 || waits() }) {
+		t.Fatal("the snapshot neither returns nor waits for the new follower")
+	}
+	if p.cut.TryRLock() {
+		p.cut.RUnlock()
+	} else {
+		t.Error("the snapshot waits for the new follower's first scan under the cut, which holds every input's reading")
+	}
+	release()
+	if err := <-reloaded; err != nil {
+		t.Fatal(err)
+	}
+	if err, _ := await.Receive(t, snapped); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// holdLog is a log handler that holds the goroutine that logs hold.msg until hold.until
+// is closed, having closed hold.holding at the first: a test holds a follower in its scan
+// so.
+type holdLog struct {
+	next slog.Handler
+	hold *hold
+}
+
+// hold is what holdLog holds, shared by the handlers its WithAttrs and WithGroup make.
+type hold struct {
+	msg            string
+	once           sync.Once
+	holding, until chan struct{}
+}
+
+func (h *holdLog) Enabled(ctx context.Context, l slog.Level) bool { return true }
+
+func (h *holdLog) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message == h.hold.msg {
+		h.hold.once.Do(func() { close(h.hold.holding) })
+		<-h.hold.until
+	}
+	return h.next.Handle(ctx, r)
+}
+
+func (h *holdLog) WithAttrs(as []slog.Attr) slog.Handler {
+	return &holdLog{next: h.next.WithAttrs(as), hold: h.hold}
+}
+
+func (h *holdLog) WithGroup(name string) slog.Handler {
+	return &holdLog{next: h.next.WithGroup(name), hold: h.hold}
 }

@@ -205,6 +205,7 @@ func (f *Follower) copyWaits(t *tracked) bool {
 // lost. So that they are one cut with Positions, the caller calls it while no line is
 // being handed on (Options.Hold), or after Stop.
 func (f *Follower) Truncated() []Truncation {
+	<-f.scanned // Options.Later
 	now := f.o.now()
 	f.mu.Lock()
 	defer f.mu.Unlock()

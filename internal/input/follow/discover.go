@@ -493,6 +493,9 @@ func (f *Follower) track(path string, initial bool) (m match, exists, isOpen boo
 	off := t.off // once t is the reader's, its offset moves
 	f.mu.Lock()
 	_, dup := f.byID[m.id]
+	// A file at a path none is read under is new to the follower (Options.Found), not the
+	// next file of a log whose last it reads on.
+	newPath := f.o.Found != nil && !initial && !dup && !slices.ContainsFunc(f.files, func(u *tracked) bool { return u.path == path })
 	if !dup {
 		f.byID[m.id] = t // from here on, t belongs to the reader
 		f.files = append(f.files, t)
@@ -514,6 +517,9 @@ func (f *Follower) track(path string, initial bool) (m match, exists, isOpen boo
 		f.o.Logger.Info("following file", "path", path, "offset", off)
 	} else {
 		f.o.Logger.Info("following new file", "path", path, "offset", off)
+	}
+	if newPath {
+		f.o.Found(path, m.id.dev, m.id.ino)
 	}
 	f.watchTarget(path)
 	return m, true, true, nil

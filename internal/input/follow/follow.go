@@ -172,7 +172,20 @@ type Options struct {
 	// line is handed on, with where each file it found is read from (Positions then): a
 	// caller that kept state with Positions taken before (a CRI message being joined) can
 	// tell whether the files that state goes on in are read on from where it was kept.
+	// With Later, the discovery goroutine calls it, and Positions waits for it.
 	Started func(from []Position)
+	// Later has Start return before its first scan, which the discovery goroutine then
+	// makes (Left's placing, the first scan and Started) before it watches and the reader
+	// reads, as Start would have: Ready is false until it is done, and Positions, Drained,
+	// Left and Truncated wait for it (Scanned is closed then). A caller that holds a lock
+	// others wait on while it starts followers (a reload's) so holds it for none of the
+	// listing: a new glob over 5,000 files took one to two seconds to list, stat and open.
+	Later bool
+	// Found, when set, is called in the discovery goroutine when a scan after the first
+	// opens a file to read at a path none of the follower's files is read under (a new
+	// pod's log; not a log's next file, rotated in while its last is read), once the
+	// follower reads it (Reads), with its path and identity.
+	Found func(path string, dev, ino uint64)
 	// Files, when not nil, bounds the files open at once, with the other followers that
 	// share it: a file the bound keeps from being opened waits, counted as an open error
 	// once and warned of with how many wait, and is opened by a later scan once a place
@@ -433,6 +446,9 @@ type Follower struct {
 	turnFiles []*tracked
 	turnPaths []string
 
+	// scanned is closed once the first scan is done (Options.Later).
+	scanned chan struct{}
+
 	stop     chan struct{}
 	wake     chan struct{}
 	stopOnce sync.Once
@@ -445,20 +461,62 @@ type Follower struct {
 // handler that blocks stalls the reading of its input; files keep being
 // discovered meanwhile, so rotations during the stall lose nothing. Start
 // fails only for invalid options; a missing or unreadable file is waited for.
+//
+// With Options.Later, Start returns before it opens any file, and the discovery
+// goroutine does so first: a Stop meanwhile waits for that scan, whose positions it
+// leaves, and no line is read.
 func Start(opts Options, h input.Handler) (*Follower, error) {
 	f, err := newFollower(opts, h)
 	if err != nil {
 		return nil, err
 	}
+	f.wg.Add(2)
+	if !f.o.Later {
+		f.first()
+		go f.watchLoop()
+		go f.readLoop()
+		return f, nil
+	}
+	go func() {
+		if len(f.o.Left) > 0 {
+			f.placeLeft()
+		}
+		f.first()
+		if f.stopping.Load() {
+			f.wg.Add(-2)
+			return
+		}
+		go f.readLoop()
+		f.watchLoop()
+	}()
+	return f, nil
+}
+
+// first is the first scan, the files of Options.Resume found rotated away, and Started.
+// With Options.Later, Scanned is closed once Started returned: what the caller's Started
+// resumes (a CRI joiner's messages in parts) is one cut with Positions, as without Later,
+// where Start returns after it, and a snapshot taken meanwhile has it.
+func (f *Follower) first() {
 	f.discover(true)
 	f.resumeRotated()
 	if f.o.Started != nil {
-		f.o.Started(f.Positions())
+		f.o.Started(f.positionsNow())
 	}
-	f.wg.Add(2)
-	go f.watchLoop()
-	go f.readLoop()
-	return f, nil
+	if f.o.Later {
+		close(f.scanned)
+	}
+}
+
+// Scanned is closed once the first scan and Started are done: at once after Start, unless
+// Options.Later has the discovery goroutine make them.
+func (f *Follower) Scanned() <-chan struct{} { return f.scanned }
+
+// Reads reports whether the follower reads the file of dev and ino now.
+func (f *Follower) Reads(dev, ino uint64) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, ok := f.byID[fileID{dev: dev, ino: ino}]
+	return ok
 }
 
 // newFollower is Start up to its first scan: tests drive the scans themselves.
@@ -484,14 +542,18 @@ func newFollower(opts Options, h input.Handler) (*Follower, error) {
 		written:     make(map[string]bool),
 		taken:       make(map[string]bool),
 		again:       make(map[*tracked]bool),
+		scanned:     make(chan struct{}),
 		stop:        make(chan struct{}),
 		wake:        make(chan struct{}, 1),
 	}
 	for _, p := range o.Left {
 		f.remember(fileID{dev: p.Dev, ino: p.Ino}, leftAt{path: p.Path, off: p.Offset, head: p.Head})
 	}
-	if len(o.Left) > 0 {
-		f.placeLeft()
+	if !o.Later {
+		close(f.scanned) // Start makes it before it returns, a test its own
+	}
+	if len(o.Left) > 0 && !o.Later {
+		f.placeLeft() // with Later, Start's goroutine places them, as it lists a directory each
 	}
 	for _, p := range o.Truncated {
 		// A copy found after the start, within the rotation grace, is judged against them

@@ -37,6 +37,7 @@ type leftAt struct {
 // to a path, after a restart too. So that they are one cut with Positions, the caller
 // calls it while no line is being handed on (Options.Hold), or after Stop.
 func (f *Follower) Left() []Position {
+	<-f.scanned // Options.Later
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	out := make([]Position, 0, len(f.leftOrder))

@@ -79,6 +79,12 @@ const HeadBytes = headLen
 // After Stop it returns where the follower stopped, which no line is handed on after: a
 // follower that replaces it (Options.Resume) reads on from there.
 func (f *Follower) Positions() []Position {
+	<-f.scanned // Options.Later
+	return f.positionsNow()
+}
+
+// positionsNow is Positions without the wait for the first scan, which calls it.
+func (f *Follower) positionsNow() []Position {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.byID == nil {
@@ -123,6 +129,7 @@ func (f *Follower) positions() []Position {
 // with Positions, the caller calls it while no line is being handed on (Options.Hold),
 // or after Stop.
 func (f *Follower) Drained() []Position {
+	<-f.scanned // Options.Later
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.byID == nil {
