@@ -269,17 +269,7 @@ func TestReloadOpensNewInputsWithoutTheLock(t *testing.T) {
 		writeRules(t, log, "x before the reload\n")
 		logs = append(logs, log)
 	}
-	held := &holdLog{next: slog.DiscardHandler, hold: &hold{msg: "following file", holding: make(chan struct{}), until: make(chan struct{})}}
-	p := startRules(t, []byte("rules: [{name: lines, match: x}]\n"), Options{Now: time.Now, PollInterval: 10 * time.Millisecond, Logger: slog.New(held)})
-	release := sync.OnceFunc(func() { close(held.hold.until) })
-	t.Cleanup(release) // before the pipeline stops, had the test failed with the follower held
-	cfg, err := config.Parse(fmt.Appendf(nil, "inputs: [{path: %s}]\nrules: [{name: lines, match: x}]\n", filepath.Join(dir, "pods", "*", "*.log")), "rules.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	reloaded := make(chan error, 1)
-	go func() { reloaded <- p.Reload(cfg) }()
-	<-held.hold.holding
+	p, reloaded, release := reloadHeld(t, dir, Options{Now: time.Now, PollInterval: 10 * time.Millisecond})
 
 	if !looksAtOnce(t, p, "list and open its new input's files") {
 		t.Error("not ready while a reload opens its new input's files; want ready, as what serves is")
@@ -310,17 +300,7 @@ func TestSnapshotWaitsForNewInputsOutsideTheCut(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeRules(t, log, "x before the reload\n")
-	held := &holdLog{next: slog.DiscardHandler, hold: &hold{msg: "following file", holding: make(chan struct{}), until: make(chan struct{})}}
-	p := startRules(t, []byte("rules: [{name: lines, match: x}]\n"), Options{Now: time.Now, PollInterval: time.Hour, Logger: slog.New(held), StoragePath: filepath.Join(dir, "state")})
-	release := sync.OnceFunc(func() { close(held.hold.until) })
-	t.Cleanup(release) // before the pipeline stops, had the test failed with the follower held
-	cfg, err := config.Parse(fmt.Appendf(nil, "inputs: [{path: %s}]\nrules: [{name: lines, match: x}]\n", filepath.Join(dir, "pods", "*", "*.log")), "rules.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	reloaded := make(chan error, 1)
-	go func() { reloaded <- p.Reload(cfg) }()
-	<-held.hold.holding
+	p, reloaded, release := reloadHeld(t, dir, Options{Now: time.Now, PollInterval: time.Hour, StoragePath: filepath.Join(dir, "state")})
 
 	snapped := make(chan error, 1)
 	go func() { snapped <- p.Snapshot() }()
@@ -344,6 +324,26 @@ func TestSnapshotWaitsForNewInputsOutsideTheCut(t *testing.T) {
 	if err, _ := await.Receive(t, snapped); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// reloadHeld starts a pipeline of opts without inputs and reloads it, in a goroutine
+// whose result reloaded gives, with an input of the logs under dir/pods; it returns once
+// the reload's new follower is held as it logs the first file it follows, until release.
+func reloadHeld(t *testing.T, dir string, opts Options) (p *Pipeline, reloaded chan error, release func()) {
+	t.Helper()
+	held := &holdLog{next: slog.DiscardHandler, hold: &hold{msg: "following file", holding: make(chan struct{}), until: make(chan struct{})}}
+	opts.Logger = slog.New(held)
+	p = startRules(t, []byte("rules: [{name: lines, match: x}]\n"), opts)
+	release = sync.OnceFunc(func() { close(held.hold.until) })
+	t.Cleanup(release) // before the pipeline stops, had the test failed with the follower held
+	cfg, err := config.Parse(fmt.Appendf(nil, "inputs: [{path: %s}]\nrules: [{name: lines, match: x}]\n", filepath.Join(dir, "pods", "*", "*.log")), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reloaded = make(chan error, 1)
+	go func() { reloaded <- p.Reload(cfg) }()
+	<-held.hold.holding
+	return p, reloaded, release
 }
 
 // holdLog is a log handler that holds the goroutine that logs hold.msg until hold.until
