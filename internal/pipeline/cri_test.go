@@ -739,3 +739,69 @@ func TestReloadStartedAnewCountsLostParts(t *testing.T) {
 		})
 	}
 }
+
+// restartOrReload runs rules after p's, which logs to out: by a reload, or by a restart on
+// the snapshot of storage; it returns the pipeline that runs them and what it logs (out at
+// a reload, where the lines before it say nothing the callers look for).
+func restartOrReload(t *testing.T, restart bool, p *Pipeline, out *syncbuf.Buffer, storage, rules string) (*Pipeline, *syncbuf.Buffer) {
+	t.Helper()
+	if !restart {
+		reloadText(t, p, rules)
+		return p, out
+	}
+	p.Stop()
+	var after syncbuf.Buffer
+	return startStoredOn(t, rules, storage, &after, Options{SnapshotInterval: time.Hour}), &after
+}
+
+// Two inputs removed at once (by a reload, or from the rule file while the exporter was
+// down) that both read a file both held its message in parts, and both were given back to
+// the input added in their place: it went on with one and refused the other as of a
+// stream it held already, logged as past the limit of messages in progress and counted
+// nowhere. The message goes on once, with the parts of the first input by name (by path
+// at a restart); the other's copy is lost as a removed input's message is, counted as too
+// long in the new input, and the log names both inputs.
+func TestRemovedInputsHeldOneMessage(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		restart bool
+	}{{name: "reload"}, {name: "restart", restart: true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, storage := t.TempDir(), t.TempDir()
+			if err := os.Mkdir(filepath.Join(dir, "app"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			app, glob := filepath.Join(dir, "app", "0.log"), filepath.Join(dir, "app", "*.log")
+			if err := os.WriteFile(app, []byte(partLine("P", "user=alice ")), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var out syncbuf.Buffer
+			p := startStoredOn(t, criInputs("a: "+glob, "b: "+app), storage, &out, Options{SnapshotInterval: time.Hour})
+			waitLinesRead(t, p, 2)
+			p, logs := restartOrReload(t, tc.restart, p, &out, storage, criInputs("c: "+filepath.Join(dir, "*", "*.log")))
+			if got := tooLongByInput(p); got["c"] != 1 || len(got) != 1 {
+				t.Errorf("too long %v once a and b went, want c 1 (b's copy of the message)", got)
+			}
+			// By name at a reload; by path at a restart, where glob sorts before app.
+			key, lost, kept := "of_input", "b", "a"
+			if tc.restart {
+				key, lost, kept = "of_input_path", app, glob
+			}
+			logged := logs.String()
+			for _, want := range []string{
+				"the first parts of messages in parts are lost, counted as too long: the input that held them",
+				"another input no longer in the rule file held parts of the same messages (of one file and stream), which this input goes on with",
+				"input=c", key + "=" + lost, "goes_on_with_" + key + "=" + kept, app, "messages=1 counted=1",
+			} {
+				if !strings.Contains(logged, want) {
+					t.Errorf("the log does not say %q:\n%s", want, logged)
+				}
+			}
+			if strings.Contains(logged, "not resumed") {
+				t.Errorf("the log says that messages in parts were not resumed, past the limit:\n%s", logged)
+			}
+			appendTo(t, app, partLine("F", "done"))
+			waitTotal(t, p, "alice's message, once", `users_total{user="alice"}`, 1)
+		})
+	}
+}

@@ -96,8 +96,9 @@ func startFollower(p *Pipeline, ci config.Input, in *stream, shard int) (input.I
 		vps = p.vanishedParts // of the inputs this one may replace, as p.vanished
 	}
 	if in.cri != nil && len(pps)+len(vps) > 0 {
+		restart := p.starting // a snapshot's parts, its removed inputs named by their source
 		opts.Started = func(from []follow.Position) {
-			in.resumeFrom(from, pps, vps)
+			in.resumeFrom(from, restart, pps, vps)
 			if len(vps) > 0 && p.vanishedTo == nil {
 				p.vanishedTo = in
 			}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"math"
 	"os"
 	"slices"
@@ -352,10 +353,11 @@ type pathParts struct {
 	files []follow.Position
 	parts []cri.Part
 	// from is the label of the input whose joiner held them, when that input is gone
-	// (Pipeline.vanishedParts), for the log of those no joiner goes on with; taken says
-	// that a joiner went on with them (resumeFrom) or that they were counted lost;
-	// readBy is the first stream whose follower reads their path, but not on from where
-	// they were kept (resumeFrom), which settleParts counts them in when none goes on.
+	// (Pipeline.vanishedParts), its source at a restart (a snapshot records no name), for
+	// the log of those no joiner goes on with (goneInput); taken says that a joiner went
+	// on with them (resumeFrom) or that they were counted lost; readBy is the first
+	// stream whose follower reads their path, but not on from where they were kept
+	// (resumeFrom), which settleParts counts them in when none goes on.
 	from   string
 	taken  bool
 	readBy *stream
@@ -606,8 +608,10 @@ func decodePathParts(rec []byte) (string, pathParts, error) {
 // back) are lost, as they were before they were kept: marked read by in, and those of
 // a path it reads no file under (another shard's, another input's, no one's) are left
 // to settleParts, which counts and logs, once every follower started, those no joiner
-// went on with.
-func (in *stream) resumeFrom(from []follow.Position, groups ...[]pathParts) {
+// went on with. Those the joiner refuses (refusedParts) lose their first parts: they
+// count as too long in in, as settleParts' do, and are logged. restart says that groups
+// are a snapshot's, whose removed inputs are named by their source (goneInput).
+func (in *stream) resumeFrom(from []follow.Position, restart bool, groups ...[]pathParts) {
 	type place struct {
 		path     string
 		dev, ino uint64
@@ -617,10 +621,17 @@ func (in *stream) resumeFrom(from []follow.Position, groups ...[]pathParts) {
 	for _, f := range from {
 		readFrom[place{f.Path, f.Dev, f.Ino, f.Offset}], read[f.Path] = true, true
 	}
-	dropped := 0
+	var refused refusedParts
 	for _, pps := range groups {
+		// Of removed inputs that both held a message (both read its file), the one whose
+		// parts go on is the first by name (by source at a restart), whatever order a map
+		// gave them in.
+		order := make([]*pathParts, len(pps))
 		for i := range pps {
-			pp := &pps[i]
+			order[i] = &pps[i]
+		}
+		slices.SortStableFunc(order, func(a, b *pathParts) int { return cmp.Compare(a.from, b.from) })
+		for _, pp := range order {
 			// A record without files (partsAt writes none) would be given to every shard.
 			readOn := len(pp.files) > 0 && !slices.ContainsFunc(pp.files, func(k follow.Position) bool {
 				return !readFrom[place{k.Path, k.Dev, k.Ino, k.Offset}]
@@ -638,18 +649,112 @@ func (in *stream) resumeFrom(from []follow.Position, groups ...[]pathParts) {
 				continue // another shard's path, or one no file is read under any more
 			}
 			for _, part := range pp.parts {
-				if !in.cri.Resume(pp.path, part) {
-					dropped++
-				}
+				refused.add(pp, part, in.cri.Resume(pp.path, part))
 			}
 		}
 	}
-	if dropped > 0 {
-		// A snapshot of more shards than read now, whose joiners each held up to the limit;
-		// or, in one written by hand, a stream named twice or that no line can name.
-		in.log.Warn("messages in parts not resumed, past the limit of messages in progress or of a stream named twice or unreadably: their first parts are lost, their last parts read as whole messages", "messages", dropped, "limit", cri.MaxTracked)
-	}
+	refused.count(in, restart)
 	in.chargeHeld()
+}
+
+// refusedParts are the messages in parts a joiner did not keep (cri.Resume), for
+// resumeFrom to count and log; kept is, by path and stream, the input (pathParts.from)
+// whose message of it the joiner went on with.
+type refusedParts struct {
+	kept map[[2]string]string
+	// past are those refused past cri.MaxTracked, or of a stream no line names;
+	// twice those of a file's stream of which another was kept, by the input that held
+	// them and the one whose was kept.
+	past  lostCount
+	twice map[[2]string]*lostCount
+}
+
+// lostCount is a number of messages whose first parts are lost, of which uncounted
+// took no count yet (cri.Part.Counted), and their paths.
+type lostCount struct {
+	messages, uncounted int
+	paths               []string
+}
+
+// add counts part, a message of path.
+func (c *lostCount) add(path string, part cri.Part) {
+	c.messages++
+	if !part.Counted {
+		c.uncounted++
+	}
+	if !slices.Contains(c.paths, path) {
+		c.paths = append(c.paths, path)
+	}
+}
+
+// add notes what the joiner made of part of pp (r).
+func (rp *refusedParts) add(pp *pathParts, part cri.Part, r cri.Resumed) {
+	key := [2]string{pp.path, part.Stream}
+	switch r {
+	case cri.Kept:
+		if rp.kept == nil {
+			rp.kept = map[[2]string]string{}
+		}
+		if _, ok := rp.kept[key]; !ok {
+			rp.kept[key] = pp.from
+		}
+	case cri.Held:
+		// Two inputs removed that read the same file both held its message: the joiner
+		// goes on with the first given it, and the other's copy is lost as a message of
+		// a file no longer read is.
+		if rp.twice == nil {
+			rp.twice = map[[2]string]*lostCount{}
+		}
+		by := [2]string{pp.from, rp.kept[key]}
+		if rp.twice[by] == nil {
+			rp.twice[by] = &lostCount{}
+		}
+		rp.twice[by].add(pp.path, part)
+	default:
+		rp.past.add(pp.path, part)
+	}
+}
+
+// count counts the messages refused as too long in in, and logs them: those past the
+// limit in one line, those of a stream held twice in one by the inputs that held them.
+func (rp *refusedParts) count(in *stream, restart bool) {
+	if c := rp.past; c.messages > 0 {
+		// A snapshot of more shards than read now, whose joiners each held up to the limit;
+		// or, in one written by hand, a stream no line can name.
+		in.tooLong.Add(uint64(c.uncounted))
+		in.log.Warn("messages in parts not resumed, past the limit of messages in progress (or of a stream no CRI line names): their first parts are lost, counted as too long, their last parts read as whole messages", "messages", c.messages, "counted", c.uncounted, "limit", cri.MaxTracked)
+	}
+	for _, by := range slices.SortedFunc(maps.Keys(rp.twice), func(a, b [2]string) int {
+		return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1]))
+	}) {
+		c := rp.twice[by]
+		slices.Sort(c.paths)
+		in.tooLong.Add(uint64(c.uncounted))
+		key, gone := goneInput(restart)
+		log, why := in.log, "parts of the same messages (of one file and stream) were given back twice (a snapshot written by hand), and this input goes on with the first"
+		switch lost, kept := by[0], by[1]; {
+		case lost == kept, lost == "":
+			// Given back twice by one input; an input's own are given back before removed
+			// inputs', so that none of theirs is kept before one of its own.
+		case kept == "":
+			log, why = log.With(key, lost), gone+", and this input held parts of the same messages (of one file and stream) itself, which it goes on with"
+		default:
+			// Both read the file: this input reads each message once, the one's parts.
+			log, why = log.With(key, lost, "goes_on_with_"+key, kept), gone+", and another input no longer in the rule file held parts of the same messages (of one file and stream), which this input goes on with"
+		}
+		log.Warn("the first parts of messages in parts are lost, counted as too long: "+why, "paths", c.paths, "messages", c.messages, "counted", c.uncounted)
+	}
+}
+
+// goneInput is the log's key for an input the rule file no longer names whose joiner
+// held messages in parts (pathParts.from), and the words that say it is gone. A reload
+// names it by its label, as every log line names an input; a restart knows only its
+// source, which is all a snapshot records of it (not its name), and says so.
+func goneInput(restart bool) (key, words string) {
+	if restart {
+		return "of_input_path", "the input that held them, of that path, is no longer in the rule file (a snapshot records an input's path, not its name)"
+	}
+	return "of_input", "the input that held them is no longer in the rule file"
 }
 
 // settleParts counts, once syncInputs started cfg's inputs, the messages in parts their

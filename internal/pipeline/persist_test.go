@@ -1287,7 +1287,7 @@ func TestResumeParts(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			in := &stream{cri: cri.New(64), log: slog.New(slog.DiscardHandler)}
-			in.resumeFrom(tc.from, []pathParts{{path: path, files: tc.files, parts: parts}})
+			in.resumeFrom(tc.from, false, []pathParts{{path: path, files: tc.files, parts: parts}})
 			if given := in.cri.HeldBytes() > 0; given != tc.given {
 				t.Errorf("the joiner holds %d bytes: given back %v, want %v", in.cri.HeldBytes(), given, tc.given)
 			}
@@ -1297,20 +1297,29 @@ func TestResumeParts(t *testing.T) {
 
 // Past cri.MaxTracked messages in parts given back to one joiner (a snapshot of a glob's
 // shards restored with fewer of them), the rest were dropped without a word: their first
-// parts lost, their last read as whole messages. The log says how many, and why.
+// parts lost, their last read as whole messages. Then they were logged, never counted.
+// Each counts as too long in the input, as any other message in parts lost at a restart
+// does, but one whose part the reader counted already (Counted); the log says how many.
 func TestResumePartsPastMaxTracked(t *testing.T) {
 	const over = 5
 	var pps []pathParts
 	var from []follow.Position
 	for i := range cri.MaxTracked + over {
 		at := follow.Position{Path: fmt.Sprintf("/var/log/pods/web-%d/nginx/0.log", i), Dev: 2049, Ino: uint64(i), Offset: 90}
-		pps = append(pps, pathParts{path: at.Path, files: []follow.Position{at}, parts: []cri.Part{{Stream: "stdout", Joined: []byte("a")}}})
+		part := cri.Part{Stream: "stdout", Joined: []byte("a")}
+		if i == cri.MaxTracked+over-1 {
+			part = cri.Part{Stream: "stdout", Skipped: true, Counted: true}
+		}
+		pps = append(pps, pathParts{path: at.Path, files: []follow.Position{at}, parts: []cri.Part{part}})
 		from = append(from, at)
 	}
 	var out syncbuf.Buffer
 	in := &stream{cri: cri.New(64), log: slog.New(slog.NewTextHandler(&out, nil))}
-	in.resumeFrom(from, pps)
-	if want := fmt.Sprintf("messages=%d limit=%d", over, cri.MaxTracked); !strings.Contains(out.String(), "messages in parts not resumed") || !strings.Contains(out.String(), want) {
+	in.resumeFrom(from, false, pps)
+	if got := in.tooLong.Load(); got != over-1 {
+		t.Errorf("%d too long, want %d: the messages not resumed, but the one the reader counted", got, over-1)
+	}
+	if want := fmt.Sprintf("messages=%d counted=%d limit=%d", over, over-1, cri.MaxTracked); !strings.Contains(out.String(), "messages in parts not resumed") || !strings.Contains(out.String(), want) {
 		t.Errorf("the log does not say %s were not resumed:\n%s", want, out.String())
 	}
 }
@@ -1336,7 +1345,7 @@ func FuzzDecodePathParts(f *testing.F) {
 		}
 		const limit = 64
 		in := &stream{cri: cri.New(limit), log: slog.New(slog.DiscardHandler)}
-		in.resumeFrom(pp.files, []pathParts{pp})
+		in.resumeFrom(pp.files, false, []pathParts{pp})
 		for _, part := range pp.parts {
 			msg, _, _ := in.cri.Feed(pp.path, []byte("t "+part.Stream+" F end"))
 			if len(msg) > limit {

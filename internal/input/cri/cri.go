@@ -250,22 +250,41 @@ func (j *Joiner) Pending() iter.Seq2[string, Part] {
 	}
 }
 
+// Resumed says what Resume made of a message given back.
+type Resumed uint8
+
+const (
+	// Kept: the message goes on (or is skipped to its last part, within the bounds).
+	Kept Resumed = iota
+	// Held: a message of its file's stream is in progress already (given back before
+	// it, by another Joiner's Pending, or twice in a damaged snapshot); that one goes on.
+	Held
+	// Untracked: MaxTracked messages are in progress.
+	Untracked
+	// Unreadable: Feed reads no stream of its name (a forged or damaged snapshot's).
+	Unreadable
+)
+
 // Resume takes back a message of source that a Joiner was in the middle of (Pending), as
 // if its parts so far had been fed: its next part, or its last, goes on from there. It is
 // bound as Feed's parts are: past the cap, or refused the memory (Bound) or a place
 // (MaxPending), it is skipped to its last part and counted then as TooLong; past
-// MaxTracked it is not kept. A message of source's stream being joined already stays as
-// it is, and one of a stream Feed does not read (not Readable: a forged or damaged
-// snapshot's) is not kept. It reports whether p was kept: the next parts of one that
-// was not are read as a message of their own.
-func (j *Joiner) Resume(source string, p Part) bool {
-	if !Readable(p.Stream) || j.pending[source][p.Stream] != nil {
-		return false
+// MaxTracked it is not kept (Untracked). A message of source's stream being joined
+// already stays as it is (Held), and one of a stream Feed does not read (Unreadable) is
+// not kept. It reports whether p was kept, and why not: the next parts of one that was
+// not are read as a message of their own, and its first parts are lost, which no count
+// took (but the reader's of a Counted one): the caller counts them.
+func (j *Joiner) Resume(source string, p Part) Resumed {
+	switch {
+	case !Readable(p.Stream):
+		return Unreadable
+	case j.pending[source][p.Stream] != nil:
+		return Held
 	}
 	s := j.open(source, []byte(p.Stream))
 	switch {
 	case s == nil:
-		return false
+		return Untracked
 	case p.Skipped || p.Counted || len(p.Joined) > j.max:
 		j.overflow(s)
 		s.counted = p.Counted
@@ -276,7 +295,7 @@ func (j *Joiner) Resume(source string, p Part) bool {
 		s.buf = append(make([]byte, 0, len(p.Joined)), p.Joined...)
 		j.held.Add(int64(cap(s.buf)))
 	}
-	return true
+	return Kept
 }
 
 // Readable reports whether Feed reads the lines of a stream of this name: one that is

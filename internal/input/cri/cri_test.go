@@ -444,22 +444,30 @@ func TestResumeUnreadableStream(t *testing.T) {
 	}
 }
 
-// Resume says which messages it kept: past MaxTracked messages in progress, none, whose
-// last parts are then read as whole messages, so that its caller can say so.
+// Resume says which messages it kept, and why not the others: past MaxTracked messages
+// in progress, none (Untracked), whose last parts are then read as whole messages; one
+// of a stream of its file in progress already (Held), which stays as it was; one of a
+// stream no line names (Unreadable). Its caller counts the first parts so lost.
 func TestResumePastMaxTracked(t *testing.T) {
 	const over = 3
 	j := New(100)
 	for i := range MaxTracked + over {
-		kept := j.Resume(fmt.Sprint("f", i), Part{Stream: "stdout", Joined: []byte("a")})
-		if want := i < MaxTracked; kept != want {
-			t.Fatalf("message %d: kept %v, want %v", i, kept, want)
+		got := j.Resume(fmt.Sprint("f", i), Part{Stream: "stdout", Joined: []byte("a")})
+		if want := map[bool]Resumed{true: Kept, false: Untracked}[i < MaxTracked]; got != want {
+			t.Fatalf("message %d: %v, want %v", i, got, want)
 		}
 	}
 	if got := feed(j, fmt.Sprint("f", MaxTracked), []string{"t2 stdout F b"}); !slices.Equal(got, []out{{"b", "t2", Complete}}) {
 		t.Errorf("the last part of one not kept: %q", got)
 	}
-	if j.Resume("f0", Part{Stream: "stdout", Joined: []byte("again")}) {
-		t.Error("a message of a stream being joined already was kept")
+	if got := j.Resume("f0", Part{Stream: "stdout", Joined: []byte("again")}); got != Held {
+		t.Errorf("a message of a stream being joined already: %v, want %v", got, Held)
+	}
+	if got := feed(j, "f0", []string{"t2 stdout F b"}); !slices.Equal(got, []out{{"ab", "t2", Complete}}) {
+		t.Errorf("the message of f0's stdout given back first, at its last part: %q, want it as it was", got)
+	}
+	if got := j.Resume("f0", Part{Stream: "std out", Joined: []byte("a")}); got != Unreadable {
+		t.Errorf("a message of a stream no line names: %v, want %v", got, Unreadable)
 	}
 }
 
