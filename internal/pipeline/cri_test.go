@@ -805,3 +805,59 @@ func TestRemovedInputsHeldOneMessage(t *testing.T) {
 		})
 	}
 }
+
+// A restart whose snapshot holds the messages in parts of an input the rule file no
+// longer has, which no input reads on, logged that input by its path as if it were the
+// input's name (of_input, the key a reload gives the input's name): the snapshot records
+// inputs by their path alone. The log says that the input is no longer in the rule file,
+// by its path, in the words a reload uses, counted in the input added or nowhere.
+func TestRestartNamesRemovedInputByPath(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		restart bool
+		after   string // the input added beside web, "" for none
+		want    string
+	}{
+		{name: "reload, another input in its place", after: "api", want: "counted as too long"},
+		{name: "restart, another input in its place", restart: true, after: "api", want: "counted as too long"},
+		{name: "restart, removed alone", restart: true, want: "counted nowhere"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, storage := t.TempDir(), t.TempDir()
+			for _, sub := range []string{"app", "web", "api"} {
+				if err := os.Mkdir(filepath.Join(dir, sub), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			app, glob := filepath.Join(dir, "app", "0.log"), filepath.Join(dir, "app", "*.log")
+			if err := os.WriteFile(app, []byte(partLine("P", "user=alice ")), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			inputs := []string{"web: " + filepath.Join(dir, "web", "*.log")}
+			var out syncbuf.Buffer
+			p := startStoredOn(t, criInputs(append(inputs, "app: "+glob)...), storage, &out, Options{SnapshotInterval: time.Hour})
+			waitLinesRead(t, p, 1)
+			if tc.after != "" {
+				inputs = append(inputs, tc.after+": "+filepath.Join(dir, tc.after, "*.log"))
+			}
+			p, logs := restartOrReload(t, tc.restart, p, &out, storage, criInputs(inputs...))
+			wantTooLong := map[string]uint64{}
+			if tc.after != "" {
+				wantTooLong[tc.after] = 1
+			}
+			if got := tooLongByInput(p); got[tc.after] != wantTooLong[tc.after] || got["web"] != 0 {
+				t.Errorf("too long %v once app went, want %v", got, wantTooLong)
+			}
+			key, name, words := "of_input", "app", "the input that held them is no longer in the rule file, "
+			if tc.restart {
+				key, name, words = "of_input_path", glob, "the input that held them, of that path, is no longer in the rule file (a snapshot records an input's path, not its name), "
+			}
+			logged := logs.String()
+			for _, want := range []string{"the first parts of messages in parts are lost, " + tc.want + ": " + words, key + "=" + name, app} {
+				if !strings.Contains(logged, want) {
+					t.Errorf("the log does not say %q:\n%s", want, logged)
+				}
+			}
+		})
+	}
+}

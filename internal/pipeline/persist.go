@@ -797,12 +797,13 @@ func (p *Pipeline) settleParts(cfg *config.Config) {
 		k := to{pp.from, cmp.Or(pp.readBy, p.vanishedTo)}
 		byInput[k] = append(byInput[k], pp)
 	}
+	key, words := goneInput(p.starting) // at Start, those of the snapshot restored
 	for k, lost := range byInput {
-		log := p.opts.Logger.With("input", k.from)
+		log := p.opts.Logger.With(key, k.from)
 		if k.in != nil {
-			log = k.in.log.With("of_input", k.from)
+			log = k.in.log.With(key, k.from)
 		}
-		k.in.lostParts(log, lost, "the input that held them is gone, "+lostWhy(lost))
+		k.in.lostParts(log, lost, words+", "+lostWhy(lost))
 	}
 }
 
