@@ -850,7 +850,7 @@ func TestRestartNamesRemovedInputByPath(t *testing.T) {
 			}
 			key, name, words := "of_input", "app", "the input that held them is no longer in the rule file, "
 			if tc.restart {
-				key, name, words = "of_input_path", glob, "the input that held them, of that path, is no longer in the rule file (a snapshot records an input's path, not its name), "
+				key, name, words = "of_input_path", glob, "the input that held them, named here by its path (a snapshot records an input's path, not its name), is no longer in the rule file, "
 			}
 			logged := logs.String()
 			for _, want := range []string{"the first parts of messages in parts are lost, " + tc.want + ": " + words, key + "=" + name, app} {

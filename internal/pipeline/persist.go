@@ -752,7 +752,7 @@ func (rp *refusedParts) count(in *stream, restart bool) {
 // source, which is all a snapshot records of it (not its name), and says so.
 func goneInput(restart bool) (key, words string) {
 	if restart {
-		return "of_input_path", "the input that held them, of that path, is no longer in the rule file (a snapshot records an input's path, not its name)"
+		return "of_input_path", "the input that held them, named here by its path (a snapshot records an input's path, not its name), is no longer in the rule file"
 	}
 	return "of_input", "the input that held them is no longer in the rule file"
 }
