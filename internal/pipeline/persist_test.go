@@ -1295,6 +1295,50 @@ func TestResumeParts(t *testing.T) {
 	}
 }
 
+// Two removed inputs that read one file both held its message in parts, given back to the
+// joiner of the input added in their place in whatever order a map gave them: the joiner
+// goes on with the copy of the first input by name, whichever came first, and the
+// other's counts once as too long (not the one its reader counted already).
+func TestResumePartsHeldTwiceFirstByName(t *testing.T) {
+	const path = "/var/log/pods/web/nginx/0.log"
+	at := follow.Position{Path: path, Dev: 2049, Ino: 131, Offset: 90}
+	held := func(from, joined string, counted bool) pathParts {
+		part := cri.Part{Stream: "stdout", Joined: []byte(joined)}
+		if counted {
+			part = cri.Part{Stream: "stdout", Skipped: true, Counted: true}
+		}
+		return pathParts{path: path, files: []follow.Position{at}, parts: []cri.Part{part}, from: from}
+	}
+	for _, tc := range []struct {
+		name     string
+		given    []pathParts
+		want     string // the message the joiner goes on with, at its last part
+		tooLong  uint64
+		lost, on string // of_input of the copy lost, and of the one gone on with
+	}{
+		{name: "in order", given: []pathParts{held("a", "from a ", false), held("b", "from b ", false)}, want: "from a end", tooLong: 1, lost: "b", on: "a"},
+		{name: "reversed", given: []pathParts{held("b", "from b ", false), held("a", "from a ", false)}, want: "from a end", tooLong: 1, lost: "b", on: "a"},
+		{name: "the lost copy counted by its reader", given: []pathParts{held("b", "", true), held("a", "from a ", false)}, want: "from a end", lost: "b", on: "a"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out syncbuf.Buffer
+			in := &stream{cri: cri.New(64), log: slog.New(slog.NewTextHandler(&out, nil))}
+			in.resumeFrom([]follow.Position{at}, false, nil, tc.given)
+			if got := in.tooLong.Load(); got != tc.tooLong {
+				t.Errorf("%d too long, want %d", got, tc.tooLong)
+			}
+			if msg, _, _ := in.cri.Feed(path, []byte("t2 stdout F end")); string(msg) != tc.want {
+				t.Errorf("the joiner went on with %q, want %q", msg, tc.want)
+			}
+			for _, want := range []string{"of_input=" + tc.lost, "goes_on_with_of_input=" + tc.on} {
+				if !strings.Contains(out.String(), want) {
+					t.Errorf("the log does not say %s:\n%s", want, out.String())
+				}
+			}
+		})
+	}
+}
+
 // Past cri.MaxTracked messages in parts given back to one joiner (a snapshot of a glob's
 // shards restored with fewer of them), the rest were dropped without a word: their first
 // parts lost, their last read as whole messages. Then they were logged, never counted.
