@@ -1,6 +1,7 @@
 package parser
 
 import (
+	"fmt"
 	"math"
 	"regexp"
 	"strconv"
@@ -112,4 +113,50 @@ func FuzzParseNumber(f *testing.F) {
 			t.Fatalf("%q: parseNumber = %v, %v; strconv = %v, %v", s, got, ok, want, wantOK)
 		}
 	})
+}
+
+// TestParseUsual holds parseUsual, which apply reads a value with before readValue (the
+// path it had), to that path: what it reads, parseNumber reads to the same bits, and it is
+// no empty value, "-", list of more than one item or negative number, which readValue
+// drops. Every string of up to five bytes of digits and the bytes around nginx's values,
+// every "d.ddd", and integers up to the 15 digits parseUsual takes and past them.
+func TestParseUsual(t *testing.T) {
+	var inputs []string
+	var grow func(prefix string)
+	grow = func(prefix string) {
+		inputs = append(inputs, prefix)
+		if len(prefix) == 5 {
+			return
+		}
+		for _, c := range "09.-, :/e" {
+			grow(prefix + string(c))
+		}
+	}
+	grow("")
+	for i := range 10000 {
+		inputs = append(inputs, fmt.Sprintf("%d.%03d", i/1000, i%1000))
+	}
+	for _, n := range []uint64{0, 1, 99, 460, 123456, 999999999999999, 1000000000000000, 9007199254740993} {
+		inputs = append(inputs, strconv.FormatUint(n, 10), strconv.FormatUint(n, 10)+".000")
+	}
+	inputs = append(inputs, "99999999999999999999", "18446744073709551617", "0.004, 0.045", "0.004 : 0.045", "12.345", "1.2345", "00.123", "-0.000", "1.0")
+	read := 0
+	for _, s := range inputs {
+		got, ok := parseUsual([]byte(s))
+		if !ok {
+			continue
+		}
+		read++
+		want, wantOK := parseNumber([]byte(s))
+		if !wantOK || math.Float64bits(got) != math.Float64bits(want) {
+			t.Fatalf("%q: parseUsual = %v; parseNumber gives %v, %v", s, got, want, wantOK)
+		}
+		if _, reason, ok := readValue([]byte(s), true); !ok || string(firstOfList([]byte(s))) != s {
+			t.Fatalf("%q: parseUsual = %v, where readValue drops it (%v) or reads a list's first item", s, got, reason)
+		}
+	}
+	// Every "d.ddd" and the integers are read without readValue.
+	if want := 10000 + 9 + 11; read < want {
+		t.Errorf("parseUsual read %d values, want at least %d", read, want)
+	}
 }
