@@ -727,18 +727,8 @@ func (s *scratch) apply(r *rule, input string, m *match, sink Sink) (Outcome, in
 	}
 	value := 1.0
 	if r.value >= 0 {
-		// Nearly every value is a byte count or one of nginx's times ("%d.%03d"), which
-		// parseUsual reads in a few steps; anything else (a list, "-", a sign, an
-		// exponent) goes to readValue, which decides as parseNumber always did, drops
-		// included. A list whose whole text parseUsual reads is one item, its first.
-		//
-		// This block has as many lines as it had before parseUsual: the release profile
-		// (release.pgo) names the hot calls below by their line within apply, and a block
-		// of another length moved them off the lines it names, which cost them their
-		// inlining (time, renderCaptures) until the profile is made again. A change above
-		// them keeps their lines, or comes with a profile made again (bench/RESULTS.md,
-		// "Fewer instructions a line in the parse", has the counts of both ways).
-		//
+		// A byte count or a time of nginx's (nearly every value) is read without a call;
+		// a list's first item of that shape is the whole list.
 		raw := m.capture(r.value)
 		v, ok := parseUsual(raw)
 		if !ok {
