@@ -52,6 +52,33 @@ func parseNumber(b []byte) (float64, bool) {
 	return f, true
 }
 
+// parseUsual reads the two shapes nearly every value has, nginx's times of under ten
+// seconds, written "%d.%03d" ("0.123"), and an integer of up to 15 digits (a byte count),
+// with none of parseNumber's general steps: a time's four digits at once, an integer's in
+// one loop. ok is false for anything else (a sign, "-", a list, another fraction), which
+// parseNumber reads. The mantissa and the division are parseNumber's, so the bits are too.
+func parseUsual(b []byte) (float64, bool) {
+	if len(b) == 5 && b[1] == '.' {
+		d0, d1, d2, d3 := b[0]-'0', b[2]-'0', b[3]-'0', b[4]-'0'
+		if d0 > 9 || d1 > 9 || d2 > 9 || d3 > 9 {
+			return 0, false
+		}
+		return float64(uint64(d0)*1000+uint64(d1)*100+uint64(d2)*10+uint64(d3)) / 1e3, true
+	}
+	if len(b) == 0 || len(b) > 15 {
+		return 0, false
+	}
+	var mant uint64
+	for _, c := range b {
+		d := c - '0'
+		if d > 9 {
+			return 0, false
+		}
+		mant = mant*10 + uint64(d)
+	}
+	return float64(mant), true
+}
+
 func parseNumberSlow(b []byte) (float64, bool) {
 	f, err := strconv.ParseFloat(string(b), 64)
 	if f == 0 {

@@ -727,26 +727,16 @@ func (s *scratch) apply(r *rule, input string, m *match, sink Sink) (Outcome, in
 	}
 	value := 1.0
 	if r.value >= 0 {
+		// A byte count or a time of nginx's (nearly every value) is read without a call;
+		// a list's first item of that shape is the whole list.
 		raw := m.capture(r.value)
-		if len(raw) == 0 || len(raw) == 1 && raw[0] == '-' {
-			sink.Drop(r.index, NoValue)
-			return Dropped, int(NoValue)
-		}
-		if r.valueList {
-			if raw = firstOfList(raw); len(raw) == 1 && raw[0] == '-' {
-				sink.Drop(r.index, NoValue)
-				return Dropped, int(NoValue)
-			}
-		}
-		v, ok := parseNumber(raw)
+		v, ok := parseUsual(raw)
 		if !ok {
-			sink.Drop(r.index, BadNumber)
-			return Dropped, int(BadNumber)
-		}
-		// The one comparison a value pays for: parseNumber reads -0 as 0, which counts.
-		if v < 0 {
-			sink.Drop(r.index, Negative)
-			return Dropped, int(Negative)
+			var reason DropReason
+			if v, reason, ok = readValue(raw, r.valueList); !ok {
+				sink.Drop(r.index, reason)
+				return Dropped, int(reason)
+			}
 		}
 		value = v
 	}
@@ -809,6 +799,28 @@ func (s *scratch) apply(r *rule, input string, m *match, sink Sink) (Outcome, in
 	e.Rule, e.Value, e.Time, e.HasTime = r.index, value, at, r.ts != nil
 	sink.Event(e)
 	return Counted, 0
+}
+
+// readValue reads a value capture that parseUsual did not, a list's first item when list,
+// or says why the rule drops the line.
+func readValue(raw []byte, list bool) (float64, DropReason, bool) {
+	if len(raw) == 0 || len(raw) == 1 && raw[0] == '-' {
+		return 0, NoValue, false
+	}
+	if list {
+		if raw = firstOfList(raw); len(raw) == 1 && raw[0] == '-' {
+			return 0, NoValue, false
+		}
+	}
+	v, ok := parseNumber(raw)
+	if !ok {
+		return 0, BadNumber, false
+	}
+	// The one comparison a value pays for: parseNumber reads -0 as 0, which counts.
+	if v < 0 {
+		return 0, Negative, false
+	}
+	return v, 0, true
 }
 
 // asIs reports whether v is a label value as it is: valid UTF-8 (known to be when valid)
