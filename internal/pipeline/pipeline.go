@@ -102,8 +102,9 @@ type generation struct {
 	// zonesTold are the inputs' time reads whose lines were warned of as a whole UTC
 	// offset from the clock (watchZones), by source and time read.
 	zonesTold sync.Map
-	// readTwiceTold are the files found after the start or the reload of this config that
-	// were warned of as read by several inputs (warnReadTwice), by identity.
+	// readTwiceTold are the sets of inputs whose followers were warned of, after the start
+	// or the reload of this config, as reading a file they found (warnReadTwice), by their
+	// indexes in cfg.Inputs (inputsKey): bounded by the config, not by the files found.
 	readTwiceTold sync.Map
 }
 
