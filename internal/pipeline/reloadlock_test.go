@@ -296,11 +296,7 @@ func TestReloadOpensNewInputsWithoutTheLock(t *testing.T) {
 // stall for as long (one to two seconds over a new glob of 5,000 files).
 func TestSnapshotWaitsForNewInputsOutsideTheCut(t *testing.T) {
 	dir := t.TempDir()
-	log := filepath.Join(dir, "pods", "ns_web-1_u1", "0.log")
-	if err := os.MkdirAll(filepath.Dir(log), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	writeRules(t, log, "x before the reload\n")
+	podBeforeReload(t, dir)
 	p, reloaded, release := reloadHeld(t, dir, Options{Now: time.Now, PollInterval: time.Hour, StoragePath: filepath.Join(dir, "state")})
 
 	snapped := make(chan error, 1)
@@ -331,11 +327,7 @@ func TestSnapshotWaitsForNewInputsOutsideTheCut(t *testing.T) {
 // the line written after it counted once.
 func TestSnapshotWaitsForNewInputsWithoutTheLock(t *testing.T) {
 	dir := t.TempDir()
-	log := filepath.Join(dir, "pods", "ns_web-1_u1", "0.log")
-	if err := os.MkdirAll(filepath.Dir(log), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	writeRules(t, log, "x before the reload\n")
+	log := podBeforeReload(t, dir)
 	state := filepath.Join(dir, "state")
 	p, reloaded, release := reloadHeld(t, dir, Options{Now: time.Now, PollInterval: 10 * time.Millisecond, StoragePath: state})
 
@@ -366,6 +358,18 @@ func TestSnapshotWaitsForNewInputsWithoutTheLock(t *testing.T) {
 	}
 	t.Cleanup(again.Stop)
 	waitTotal(t, again, "the line written after the snapshot, once", "lines_total", 1)
+}
+
+// podBeforeReload writes a pod's log under dir/pods, which reloadHeld's input reads, of
+// a line written before the reload, and returns its path.
+func podBeforeReload(t *testing.T, dir string) string {
+	t.Helper()
+	log := filepath.Join(dir, "pods", "ns_web-1_u1", "0.log")
+	if err := os.MkdirAll(filepath.Dir(log), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeRules(t, log, "x before the reload\n")
+	return log
 }
 
 // snapshotWaits reports whether a goroutine waits in Snapshot on a channel: for a
