@@ -135,8 +135,9 @@ func TestReadTwiceFoundOncePerInputs(t *testing.T) {
 
 			tc.churn(c)
 			// A file both follow, found at a later scan than the others: once each follower
-			// logs it, it has looked at the others (follow.Options.Found, called as it
-			// logs a file), and whatever it warned of them is logged.
+			// logs it, its Found of each earlier file returned (follow.Options.Found is
+			// called after that log, in the goroutine that makes the follower's scans),
+			// and whatever it warned of them is logged.
 			last := c.pod("ns_last_u0", "0.log")
 			c.read(1)
 			if !await.Until(t, func() bool { return logs.followed(last) == 2 }) {
@@ -196,6 +197,68 @@ func (c *churn) rm(log string) {
 	c.t.Helper()
 	if err := os.Remove(log); err != nil {
 		c.t.Fatal(err)
+	}
+}
+
+// TestReadTwiceFoundPerSetOfInputs: the record of what was warned of keeps a set of
+// inputs from being warned of again, not another set: once the files of nginx's glob and
+// all's were warned of, a file of all's and envoy's is still warned of, once too. Each
+// file here is read by two inputs exactly: a file three followers find one by one may be
+// warned of for the first two, then for the three.
+func TestReadTwiceFoundPerSetOfInputs(t *testing.T) {
+	dir := t.TempDir()
+	logs := &records{}
+	nginx, all, envoy := filepath.Join(dir, "pods", "*_*_*", "nginx", "*.log"), filepath.Join(dir, "pods", "*_*_*", "*", "*.log"), filepath.Join(dir, "pods", "*_*_*", "envoy", "*.log")
+	p := startRules(t, fmt.Appendf(nil, "inputs:\n  - {name: nginx, path: %s}\n  - {name: all, path: %s}\n  - {name: envoy, path: %s}\nrules: [{name: lines, match: x}]\n", nginx, all, envoy),
+		Options{Now: time.Now, PollInterval: 10 * time.Millisecond, Logger: slog.New(logs)})
+	started := len(logs.warnings()) // of the globs that match no file yet
+	// found makes pods/pod/container/0.log and waits until both inputs that read it follow
+	// it; returns its path.
+	found := func(pod, container string) string {
+		t.Helper()
+		log := filepath.Join(dir, "pods", pod, container, "0.log")
+		if err := os.MkdirAll(filepath.Dir(log), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		writeRules(t, log, "x 1\n")
+		if !await.Until(t, func() bool { return logs.followed(log) == 2 }) {
+			t.Fatalf("%s followed %d times; want by the two inputs that read it", log, logs.followed(log))
+		}
+		return log
+	}
+	pairs := []struct{ container, inputs string }{
+		{"nginx", fmt.Sprintf("nginx: %s, all: %s", nginx, all)},
+		{"envoy", fmt.Sprintf("all: %s, envoy: %s", all, envoy)},
+	}
+	for k, pair := range pairs {
+		found(fmt.Sprintf("ns_web-%d_u%d", k, k), pair.container)
+		if !await.Until(t, func() bool { return len(logs.warnings()) > started+k }) {
+			t.Fatalf("the first file of %s was not warned of, after %q", pair.inputs, logs.warnings()[started:])
+		}
+	}
+	for k, pair := range pairs {
+		found(fmt.Sprintf("ns_job-%d_u%d", k, k), pair.container)
+	}
+	// Each follower's discovery calls Found after it logs a file, and the follower's
+	// scans are one goroutine's: once every follower logged a file of a later scan than
+	// the others, its Found of each of them returned.
+	for k, pair := range pairs {
+		found(fmt.Sprintf("ns_last-%d_u%d", k, k), pair.container)
+	}
+
+	var warned []string
+	for _, w := range logs.warnings()[started:] {
+		warned = append(warned, w.inputs)
+	}
+	slices.Sort(warned)
+	want := []string{pairs[1].inputs, pairs[0].inputs} // sorted: "all: …" first
+	if !slices.Equal(warned, want) {
+		t.Errorf("warned of the files of the inputs:\n%q\nwant once of each pair:\n%q", warned, want)
+	}
+	told := 0
+	p.gen.Load().readTwiceTold.Range(func(any, any) bool { told++; return true })
+	if told != len(pairs) {
+		t.Errorf("the record of what was warned of holds %d entries; want %d, a pair of inputs each", told, len(pairs))
 	}
 }
 
