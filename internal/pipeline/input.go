@@ -1063,9 +1063,16 @@ func countedTwice(cfg *config.Config, a, b config.Input) bool {
 // input of source found after its first scan (follow.Options.Found: a pod started since
 // the start or the last reload), when the followers of other inputs read it too and a
 // rule counts its lines twice or more: ReadTwice's warning, which the start and a reload
-// word of the files there then, said of it as it comes rather than at the next reload,
-// once. The follower of the input that finds it last warns: each reads it before it looks
-// at the others, so of two that find it at once, one sees the other at least.
+// word of the files there then, said of it as it comes rather than at the next reload.
+// It is said once per set of inputs until the next reload, of the first such file: what
+// to change is those inputs' globs or a rule's inputs, the same for every file they share,
+// and a node whose containers restart for days makes a new file at a new path for each
+// restart (the container's next 1.log, a pod's new directory), each warned of again
+// otherwise. Nor is anything kept per file, which went on growing while files came and
+// went: g.readTwiceTold holds a set of inputs' indexes, as many as the config makes of
+// sets of inputs that read one file. The follower of the input that finds it last warns:
+// each reads it before it looks at the others, so of two that find it at once, one sees
+// the other at least.
 func (p *Pipeline) warnReadTwice(source, path string, id fileID) {
 	followed := p.followed.Load()
 	if followed == nil {
@@ -1096,7 +1103,7 @@ func (p *Pipeline) warnReadTwice(source, path string, id fileID) {
 	if len(ins) < 2 {
 		return
 	}
-	if _, told := g.readTwiceTold.LoadOrStore(id, true); told {
+	if _, told := g.readTwiceTold.LoadOrStore(inputsKey(ins), true); told {
 		return
 	}
 	read := make([]config.Input, len(ins))
@@ -1104,6 +1111,18 @@ func (p *Pipeline) warnReadTwice(source, path string, id fileID) {
 		read[k] = cfg.Inputs[i]
 	}
 	p.opts.Logger.Warn(readTwiceWarning(cfg, ins, []string{path}), "inputs", inputPathsOf(read))
+}
+
+// inputsKey is the key of the indexes ins, in order, of a config's inputs: "0,2".
+func inputsKey(ins []int) string {
+	b := make([]byte, 0, 4*len(ins))
+	for k, i := range ins {
+		if k > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, int64(i), 10)
+	}
+	return string(b)
 }
 
 // readTwiceWarning words ReadTwice's warning of the files at paths, which the inputs of

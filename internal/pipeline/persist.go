@@ -906,7 +906,7 @@ func (p *Pipeline) Snapshot() error {
 			}
 		}
 	}
-	p.mu.Lock()
+	p.lockScanned() // not p.mu.Lock(): a reload's new followers are waited for without it
 	if p.stopped {
 		p.mu.Unlock()
 		if sp != nil {
@@ -942,7 +942,8 @@ func (p *Pipeline) snapshot(ahead *store.Encoded, sp *storage.Spill, aheadErr er
 	// A reload's new followers list and open their files in their own goroutines
 	// (follow.Options.Later), and their positions wait for that: waited for here, not
 	// under the cut, which would hold every input's lines meanwhile (a second or two over
-	// a new glob of 5,000 files). p.mu keeps others from starting.
+	// a new glob of 5,000 files). p.mu keeps others from starting. Snapshot took p.mu
+	// once they had (lockScanned): this waits only in Stop's, which holds p.mu throughout.
 	for _, in := range p.inputs {
 		if f, ok := in.running.(*follow.Follower); ok {
 			<-f.Scanned()

@@ -102,8 +102,9 @@ type generation struct {
 	// zonesTold are the inputs' time reads whose lines were warned of as a whole UTC
 	// offset from the clock (watchZones), by source and time read.
 	zonesTold sync.Map
-	// readTwiceTold are the files found after the start or the reload of this config that
-	// were warned of as read by several inputs (warnReadTwice), by identity.
+	// readTwiceTold are the sets of inputs whose followers were warned of, after the start
+	// or the reload of this config, as reading a file they found (warnReadTwice), by their
+	// indexes in cfg.Inputs (inputsKey): bounded by the config, not by the files found.
 	readTwiceTold sync.Map
 }
 
@@ -586,6 +587,36 @@ func (p *Pipeline) inputsReady() bool {
 		}
 	}
 	return true
+}
+
+// lockScanned takes p.mu once every follower of p.inputs has made its first scan, or the
+// pipeline stopped. A reload's (or a retry's) new follower lists and opens its files in
+// its own goroutine (follow.Options.Later), and a snapshot's cut waits for that, as its
+// positions are not known before: waited for under p.mu, every scrape, /-/ready and the
+// status page would wait as long (one to two seconds over a new glob of 5,000 files). So
+// it waits with p.mu let go, and looks again once it holds it: a reload meanwhile may
+// have started others.
+func (p *Pipeline) lockScanned() {
+	for {
+		p.mu.Lock()
+		var scanning []<-chan struct{}
+		for _, in := range p.inputs {
+			if f, ok := in.running.(*follow.Follower); ok {
+				select {
+				case <-f.Scanned():
+				default:
+					scanning = append(scanning, f.Scanned())
+				}
+			}
+		}
+		if p.stopped || len(scanning) == 0 {
+			return
+		}
+		p.mu.Unlock()
+		for _, c := range scanning {
+			<-c
+		}
+	}
 }
 
 // Stop stops every input and waits for their goroutines; later reloads are refused. With
