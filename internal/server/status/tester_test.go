@@ -161,3 +161,15 @@ func TestLineTesterCountsLines(t *testing.T) {
 		})
 	}
 }
+
+// TestPageFormSaysItsLineEnds: the page's form sends EndsBrowser, since a browser sends
+// every line end of a textarea as CRLF whatever was pasted; without it the tester would
+// count that "\r" against the line cap and tell an LF line of the cap skipped.
+func TestPageFormSaysItsLineEnds(t *testing.T) {
+	mux := testMux(t, &fakeSource{cfg: testConfig(t)}, true)
+	rec := httptest.NewRecorder()
+	mux.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+	if want := `<input type="hidden" name="` + EndsField + `" value="` + EndsBrowser + `">`; !strings.Contains(rec.Body.String(), want) {
+		t.Errorf("the page's form has no %s", want)
+	}
+}
