@@ -209,7 +209,7 @@ func (lt *lineTester) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "The form has no field lines: send the lines URL-encoded in it (curl --data-urlencode lines@access.log).", http.StatusBadRequest)
 		return
 	}
-	for _, field := range []string{"input", "lines"} {
+	for _, field := range []string{"input", "lines", EndsField} {
 		if n := len(r.PostForm[field]); n > 1 {
 			// Get would read the first alone: the lines of a second file
 			// (curl --data-urlencode lines@a.log --data-urlencode lines@b.log) would go
@@ -217,6 +217,12 @@ func (lt *lineTester) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, fmt.Sprintf("The form has the field %s %d times: send it once (the lines of several files in one field, one per line).", field, n), http.StatusBadRequest)
 			return
 		}
+	}
+	if ends, ok := r.PostForm[EndsField]; ok && ends[0] != EndsBrowser {
+		// Taken for lines as a file holds them, a misspelt value would have a line of the
+		// page's form told skipped by the "\r" its browser added, with nothing said.
+		http.Error(w, fmt.Sprintf("The form's field %s is %q: its one value is %q, which the page's form sends (its line ends are the browser's CRLF); leave it out for lines as a file holds them.", EndsField, ends[0], EndsBrowser), http.StatusBadRequest)
+		return
 	}
 	input := r.PostForm.Get("input")
 	if msg := checkInput(lt.o.Source.Config(), input); msg != "" {

@@ -42,6 +42,11 @@ func TestLineTesterRefusesWhatItCannotRead(t *testing.T) {
 		// Each would be read first alone: the second file's lines left out, unsaid.
 		{"lines twice (curl --data-urlencode lines@a.log --data-urlencode lines@b.log)", "application/x-www-form-urlencoded", "input=web&lines=a&lines=b", http.StatusBadRequest, "lines 2 times"},
 		{"input twice", "application/x-www-form-urlencoded", "input=web&input=wbe&lines=a", http.StatusBadRequest, "input 2 times"},
+		// Taken for no ends=browser, a line of the cap would be told skipped, unsaid.
+		{"ends misspelt", "application/x-www-form-urlencoded", "input=web&lines=a&ends=Browser", http.StatusBadRequest, `ends is "Browser"`},
+		{"ends empty", "application/x-www-form-urlencoded", "input=web&lines=a&ends=", http.StatusBadRequest, `ends is ""`},
+		{"ends twice", "application/x-www-form-urlencoded", "input=web&lines=a&ends=browser&ends=browser", http.StatusBadRequest, "ends 2 times"},
+		{"ends of the page's form", "application/x-www-form-urlencoded", "input=web&lines=a&ends=browser", http.StatusOK, `<code>l=&#34;a&#34;</code>`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
