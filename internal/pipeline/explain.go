@@ -216,7 +216,8 @@ func (f firstLines) Drop(rule int, reason parser.DropReason) {
 func (p *Pipeline) Explain(input string, line []byte) explain.Line {
 	// Every kind of input skips a line longer than the cap before it is read: a file's
 	// or a CRI log's line whole, with the "\r" before its newline, a datagram with its
-	// header and its line end.
+	// header and any line end it was sent with. A pasted line has lost its "\n": a
+	// datagram sent with one is judged a byte short of what its input counts.
 	tooLong := len(line) > maxLineBytes(p.opts)
 	line = follow.TrimCR(line)
 	if tooLong {
