@@ -35,6 +35,10 @@ func TestHandlerRefusesQueryNotReadWhole(t *testing.T) {
 		{"a filter", "name[]=kept_gauge", ""},
 		{"an escaped semicolon", "name[]=kept_gauge&a=%3B", ""},
 		{"10,000 parameters", "name[]=kept_gauge" + strings.Repeat("&", 9_999), ""},
+		// Read whole, and filtering nothing: every family is served.
+		{"no query", "", ""},
+		{"empty parameters", "&&", ""},
+		{"a scrape's params, escaped", "module=http_2xx&target=http%3A%2F%2Fa%2F%3Fb%3Bc%26d", ""},
 	} {
 		for _, method := range []string{http.MethodGet, http.MethodHead} {
 			t.Run(tc.name+" "+method, func(t *testing.T) {
@@ -49,8 +53,10 @@ func TestHandlerRefusesQueryNotReadWhole(t *testing.T) {
 					}
 				case rec.Code != http.StatusOK:
 					t.Errorf("HTTP %d: %.300q", rec.Code, body)
-				case method == http.MethodGet && (!strings.Contains(body, "kept_gauge 1") || strings.Contains(body, "other_gauge")):
+				case method == http.MethodGet && strings.Contains(tc.query, "name[]") && (!strings.Contains(body, "kept_gauge 1") || strings.Contains(body, "other_gauge")):
 					t.Errorf("the scrape does not keep kept_gauge alone: %.1000s", body)
+				case method == http.MethodGet && !strings.Contains(tc.query, "name[]") && (!strings.Contains(body, "kept_gauge 1") || !strings.Contains(body, "other_gauge")):
+					t.Errorf("the scrape filtered by nothing does not serve every family: %.1000s", body)
 				}
 			})
 		}
