@@ -54,6 +54,16 @@ func TestWhereMatchingNothingWarns(t *testing.T) {
 		{"where_not of another capture", where("s", `^5`) + "    where_not: {p: '^5'}\n", "", "5"},
 		{"where_not of another regex", where("s", `^5`) + "    where_not: {s: '^50'}\n", "", "5"},
 		{"where_not of a case-folded regex", where("s", `^a`) + "    where_not: {s: '(?i)^a'}\n", "", "a"},
+		{"^ after a repetition of none", where("s", `a{0}^b`), "", "b"},
+		{"^ after an empty alternation", where("s", `(|x)^5`), "", "5"},
+		{"a dot matching a newline before $", where("s", `(?s)a.$`), "", "a\n"},
+		{"multi-line $ and ^ about a newline", where("s", `(?m)$\n^`), "", "\n"},
+		{"a Unicode class", where("s", `^\p{Greek}+$`), "", "αβ"},
+		{"a class of every letter but one, case folded", where("s", `(?i)[^\PLk]`), "", "q"},
+		{"word boundary before ^", where("s", `\b^x`), "", "x"},
+		{"where_not of a dot matching newlines", where("s", `^.$`) + "    where_not: {s: '(?s)^.$'}\n", "", "a"},
+		{"where_not of a multi-line $", where("s", `5$`) + "    where_not: {s: '(?m)5$'}\n", "", "5"},
+		{"where_not anchored more", where("s", `^5`) + "    where_not: {s: '^5$'}\n", "", "5"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := parseWarned(t, "rules.yaml", head+c.keys, c.want)
