@@ -205,11 +205,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 	}
 	b.screenshot("reload-refused.png")
 
-	time.Sleep(200 * time.Millisecond) // let late console events arrive before the last look
-	b.drain(&problems)
-	if len(problems) > 0 {
-		t.Errorf("the browser reported:\n%s", strings.Join(problems, "\n"))
-	}
+	b.noProblems(problems)
 }
 
 // TestLineTesterCapInBrowser pastes into the line tester, in headless Chromium, lines
@@ -236,11 +232,7 @@ func TestLineTesterCapInBrowser(t *testing.T) {
 	if fmt.Sprint(shown) != fmt.Sprint(want) {
 		t.Errorf("lines shown, skipped or not:\n got %v\nwant %v", shown, want)
 	}
-	time.Sleep(200 * time.Millisecond) // let late console events arrive before the last look
-	b.drain(&problems)
-	if len(problems) > 0 {
-		t.Errorf("the browser reported:\n%s", strings.Join(problems, "\n"))
-	}
+	b.noProblems(problems)
 }
 
 // TestStatusPageNotFramed loads, in headless Chromium, another site's page that frames the
