@@ -325,7 +325,7 @@ func (d *decoder) rule(n *yaml.Node, index int, g Global, inputNames map[string]
 		r.Where = rd.where(e, "where")
 	}
 	if e, ok := find(entries, "where_not"); ok {
-		r.WhereNot = rd.where(e, "where_not")
+		r.WhereNot = rd.where(e, "where_not", r.Where...)
 	}
 	if e, ok := find(entries, "value"); ok {
 		switch s, ok := d.scalar(e, rd.subject, "value"); {
@@ -546,8 +546,9 @@ func (rd *ruleDecoder) template(text string, line int, what string) (Template, b
 	return t, ok
 }
 
-// where decodes `where:` or `where_not:` (key), a mapping of capture to regex.
-func (rd *ruleDecoder) where(e entry, key string) []Where {
+// where decodes `where:` or `where_not:` (key), a mapping of capture to regex. must are
+// the rule's where filters, which a where_not filter is checked against.
+func (rd *ruleDecoder) where(e entry, key string, must ...Where) []Where {
 	entries, ok := rd.mapping(e.val, rd.subject, key)
 	if !ok {
 		return nil
@@ -572,6 +573,14 @@ func (rd *ruleDecoder) where(e entry, key string) []Where {
 			// A capture that took no part in the match is empty, and dropped too.
 			rd.add(w.key.Line, rd.subject, "%s: '%s' matches every value, an empty one too, so the rule would count no line", what, text)
 			continue
+		}
+		// Warned of, not refused: a rule file that loaded keeps loading after an upgrade,
+		// and the warning says why the rule shows no line.
+		if key == "where" && matchesNothing(re) {
+			rd.warn(w.key.Line, rd.subject, "%s: '%s' matches no text at all, so the rule will count no line", what, text)
+		}
+		if i := slices.IndexFunc(must, func(m Where) bool { return m.CaptureName == w.key.Value && sameRegex(m.Regexp, re) }); i >= 0 {
+			rd.warn(w.key.Line, rd.subject, "%s: '%s' is the regex of where: %s: a value that matches it is both required and dropped, so the rule will count no line", what, text, w.key.Value)
 		}
 		out = append(out, Where{CaptureName: w.key.Value, Capture: idx, Regexp: re})
 	}

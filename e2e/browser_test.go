@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -201,6 +202,17 @@ func (b *browser) waitFor(method string, problems *[]string) {
 		case <-deadline:
 			b.t.Fatalf("no %s from chromium", method)
 		}
+	}
+}
+
+// noProblems fails the test if the browser reported problems, or reports any in the
+// events that arrive within 200 ms: a console error may come after the page loaded.
+func (b *browser) noProblems(problems []string) {
+	b.t.Helper()
+	time.Sleep(200 * time.Millisecond) // let late console events arrive before the last look
+	b.drain(&problems)
+	if len(problems) > 0 {
+		b.t.Errorf("the browser reported:\n%s", strings.Join(problems, "\n"))
 	}
 }
 

@@ -205,11 +205,34 @@ func TestStatusPageInBrowser(t *testing.T) {
 	}
 	b.screenshot("reload-refused.png")
 
-	time.Sleep(200 * time.Millisecond) // let late console events arrive before the last look
-	b.drain(&problems)
-	if len(problems) > 0 {
-		t.Errorf("the browser reported:\n%s", strings.Join(problems, "\n"))
+	b.noProblems(problems)
+}
+
+// TestLineTesterCapInBrowser pastes into the line tester, in headless Chromium, lines
+// about --input.max-line-bytes long, ended by LF as a terminal's copy ends them: the
+// browser sends each line end of the text box as CRLF, and the page's form says so
+// (ends=browser), so a line of the cap is shown read, as its input reads it, and one a
+// byte longer skipped. Told nothing, the tester counted the browser's "\r" against the
+// cap and showed the line of the cap skipped. A CRLF pasted reaches the text box as LF:
+// the line of the cap with its "\r" is shown read, as the follower reads it.
+func TestLineTesterCapInBrowser(t *testing.T) {
+	b := startBrowser(t)
+	bin := testexec.BuildExporter(t, testexec.Race)
+	const maxLine = 40
+	p := startStatusExporter(t, bin, testexec.ServeOptions{}, fmt.Sprintf("--input.max-line-bytes=%d", maxLine))
+	var problems []string
+	b.navigate(p.URL()+"/", &problems)
+	lines := []string{strings.Repeat("a", maxLine), strings.Repeat("b", maxLine+1), strings.Repeat("c", maxLine-1) + "\r"}
+	b.paste("textarea[name=lines]", strings.Join(lines, "\n")+"\n")
+	b.eval(`document.querySelector('form button').click()`, nil)
+	b.waitFor("Page.loadEventFired", &problems)
+	var shown [][2]any
+	b.eval(`[...document.querySelectorAll('#results .line')].map(d => [d.querySelector('pre').textContent, d.textContent.includes('Skipped: the line is longer than')])`, &shown)
+	want := [][2]any{{lines[0], false}, {lines[1], true}, {strings.TrimSuffix(lines[2], "\r"), false}}
+	if fmt.Sprint(shown) != fmt.Sprint(want) {
+		t.Errorf("lines shown, skipped or not:\n got %v\nwant %v", shown, want)
 	}
+	b.noProblems(problems)
 }
 
 // TestStatusPageNotFramed loads, in headless Chromium, another site's page that frames the

@@ -6,6 +6,7 @@ import (
 	"iter"
 	"log"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -56,6 +57,10 @@ func Handler(src Source, reg prometheus.Gatherer, errorLog *log.Logger) http.Han
 		}
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if err := QueryError(req); err != nil {
+			http.Error(w, badQuery(err), http.StatusBadRequest)
+			return
+		}
 		keep, format := Negotiate(req)
 		gzipped := acceptsGzip(req.Header.Values("Accept-Encoding"))
 		if req.Method == http.MethodHead {
@@ -123,6 +128,26 @@ func setReplyHeader(h http.Header, format expfmt.Format, gzipped bool) {
 	if gzipped {
 		h.Set("Content-Encoding", "gzip")
 	}
+}
+
+// QueryError is why req's query cannot be read whole, nil when it can (or has none). Go's
+// net/url leaves out a parameter holding a ";" (no longer a separator) or a bad escape
+// ("%zz"), and the whole query past 10,000 parameters: a name[] filter left out so would
+// have the scrape serve every family, or some of those named, with nothing said. A
+// Handler answers such a request 400, reading nothing.
+func QueryError(req *http.Request) error {
+	if req.URL.RawQuery == "" {
+		return nil
+	}
+	_, err := url.ParseQuery(req.URL.RawQuery)
+	return err
+}
+
+// badQuery is the body of the 400 a Handler answers a request whose query is not read
+// whole (QueryError) with.
+func badQuery(err error) string {
+	return "The query cannot be read whole (" + err.Error() + "): its name[] filters would be lost and other families served. " +
+		"Separate parameters with & (escape a ; as %3B and a % as %25), and send at most 10,000 of them."
 }
 
 // Negotiate is what a Handler serves req: the families its name[] parameters name (keep

@@ -7,6 +7,7 @@ import (
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/internal/explain"
 	"github.com/logwindow/logwindow_exporter/internal/input/cri"
+	"github.com/logwindow/logwindow_exporter/internal/input/follow"
 	"github.com/logwindow/logwindow_exporter/internal/input/syslog"
 	"github.com/logwindow/logwindow_exporter/parser"
 )
@@ -207,12 +208,19 @@ func (f firstLines) Drop(rule int, reason parser.DropReason) {
 // explained by its message, its header stripped as the input strips it. The line has
 // the captures the input gives a line of its own, as the input reads it: the stream of
 // a CRI line, the hostname and tag of a datagram's header (those of its file's path are
-// unset: no path is pasted). A line longer than the inputs take (MaxLineBytes) is told
-// too long (explain.Line.TooLong), read by no rule, as its input would skip it.
+// unset: no path is pasted). line is given as its input would find it, with the "\r" that
+// ends it when it was before a "\n": a line longer than the inputs take (MaxLineBytes),
+// that "\r" counted as the follower counts it, is told too long (explain.Line.TooLong),
+// read by no rule, as its input would skip it; the "\r" is then dropped, as the follower
+// drops it.
 func (p *Pipeline) Explain(input string, line []byte) explain.Line {
 	// Every kind of input skips a line longer than the cap before it is read: a file's
-	// or a CRI log's line whole, a datagram with its header.
-	if len(line) > maxLineBytes(p.opts) {
+	// or a CRI log's line whole, with the "\r" before its newline, a datagram with its
+	// header and any line end it was sent with. A pasted line has lost its "\n": a
+	// datagram sent with one is judged a byte short of what its input counts.
+	tooLong := len(line) > maxLineBytes(p.opts)
+	line = follow.TrimCR(line)
+	if tooLong {
 		return explain.TooLongLine(input, line)
 	}
 	gen := p.gen.Load()

@@ -1,26 +1,32 @@
 package scrape
 
 import (
+	"math"
 	"time"
 
 	"github.com/logwindow/logwindow_exporter/windows"
 )
 
-// WindowSums is one rule's `_window` family summed over its series: the lines it matched
-// in each window, or the sum of its value. It is additive over series whatever else the
-// rule computes, so one number per window says how much the rule saw.
+// WindowSums is one rule's windows read over its series, one number per window and
+// family that is one over series: its `_window`, `_window_per_second` and
+// `_window_events` samples summed, the largest of its `_window_max` and the smallest of
+// its `_window_min`. Which of them the rule exports is its aggregations' to say; the
+// others hold what the wheels keep, or nothing.
 type WindowSums struct {
 	Rule string
-	// Windows are the rule's windows, ascending; Sums[i] is the sum over Windows[i].
+	// Windows are the rule's windows, ascending; Totals[i] is over Windows[i]: Sum,
+	// Events and PerSecond summed over the series, Max and Min their largest and
+	// smallest, NaN when no series has a value in the window.
 	Windows []time.Duration
-	Sums    []float64
+	Totals  []windows.Stats
 	// Series is how many series the sums are over: those a scrape exports now.
 	Series int
 }
 
 // WindowSums reads every rule of the Set in use as a scrape would at this instant (the same
-// clocks, the same series) and sums its `_window` samples per window. The work is that of
-// reading the `_window` family of every rule: bounded by the series the rules may hold.
+// clocks, the same series) and sums its samples per window (see WindowSums). The work is
+// that of reading the windowed families of every rule: bounded by the series the rules
+// may hold.
 func (c *Collector) WindowSums() []WindowSums {
 	set := c.opts.Set()
 	if set == nil {
@@ -33,7 +39,10 @@ func (c *Collector) WindowSums() []WindowSums {
 	for i := range v.rules {
 		r, rv := set.Rule(i), &v.rules[i]
 		ws := r.Layout().Windows()
-		sums := WindowSums{Rule: r.Config().Name, Windows: ws, Sums: make([]float64, len(ws)), Series: len(rv.series)}
+		sums := WindowSums{Rule: r.Config().Name, Windows: ws, Totals: make([]windows.Stats, len(ws)), Series: len(rv.series)}
+		for j := range sums.Totals {
+			sums.Totals[j].Max, sums.Totals[j].Min = math.NaN(), math.NaN()
+		}
 		for _, s := range rv.series {
 			if !r.Live(s, rv.now) {
 				continue // a kept counter: its windows hold nothing
@@ -41,8 +50,18 @@ func (c *Collector) WindowSums() []WindowSums {
 			if stats = r.Read(s, rv.now, rv.since, stats[:0], &more); len(stats) != len(ws) {
 				continue
 			}
-			for j := range stats {
-				sums.Sums[j] += stats[j].Sum
+			for j, st := range stats {
+				t := &sums.Totals[j]
+				t.Sum += st.Sum
+				t.Events += st.Events
+				t.PerSecond += st.PerSecond
+				// NaN, a window without a value, is passed over by both comparisons.
+				if st.Max > t.Max || math.IsNaN(t.Max) {
+					t.Max = st.Max
+				}
+				if st.Min < t.Min || math.IsNaN(t.Min) {
+					t.Min = st.Min
+				}
 			}
 		}
 		out = append(out, sums)

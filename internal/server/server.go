@@ -1046,11 +1046,13 @@ func scrapeCost(coll *rulescrape.Collector) func(*http.Request) func() (int64, b
 
 // limited serves h, the metrics, within lim, but a HEAD, for which h reads nothing
 // (exporter.Handler): charged as a scrape, it would wait for a place or for room, be
-// refused 503, or put a waiting scrape out of its place, for headers alone.
+// refused 503, or put a waiting scrape out of its place, for headers alone. So is a
+// request whose query is not read whole, which h refuses at once (exporter.QueryError):
+// priced, it would cost a whole scrape, its filters lost.
 func limited(lim *scrapeLimiter, h http.Handler) http.Handler {
 	scrapes := lim.handler(h)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodHead {
+		if r.Method == http.MethodHead || exporter.QueryError(r) != nil {
 			h.ServeHTTP(w, r)
 			return
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"html"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -20,6 +21,7 @@ import (
 	"github.com/logwindow/logwindow_exporter/config"
 	"github.com/logwindow/logwindow_exporter/internal/scrape"
 	"github.com/logwindow/logwindow_exporter/internal/selfmetric"
+	"github.com/logwindow/logwindow_exporter/windows"
 )
 
 // pageRules are rules of every kind the rules table describes: a regex with a pattern, a
@@ -115,13 +117,13 @@ func TestRulesTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	windows := &fakeWindows{sums: []scrape.WindowSums{
-		{Rule: "app_lines", Windows: []time.Duration{time.Minute, 5 * time.Minute}, Sums: []float64{4, 312}},
-		{Rule: "web_requests", Windows: []time.Duration{time.Minute, 5 * time.Minute}, Sums: []float64{1, 2}},
-		{Rule: "web_body_bytes", Windows: []time.Duration{time.Minute, 5 * time.Minute}, Sums: []float64{10, 1.5e9}},
-		{Rule: "web_clients", Windows: []time.Duration{time.Minute, time.Hour}, Sums: []float64{3, 7}},
+		{Rule: "app_lines", Windows: []time.Duration{time.Minute, 5 * time.Minute}, Totals: sums(4, 312)},
+		{Rule: "web_requests", Windows: []time.Duration{time.Minute, 5 * time.Minute}, Totals: sums(1, 2)},
+		{Rule: "web_body_bytes", Windows: []time.Duration{time.Minute, 5 * time.Minute}, Totals: sums(10, 1.5e9)},
+		{Rule: "web_clients", Windows: []time.Duration{time.Minute, time.Hour}, Totals: sums(3, 7)},
 		// web_paths is read from a store whose windows are not the config's: not shown.
-		{Rule: "web_paths", Windows: []time.Duration{10 * time.Second}, Sums: []float64{9}},
-		{Rule: "web_ok", Windows: []time.Duration{time.Minute, 5 * time.Minute, 90 * time.Minute}, Sums: []float64{1, 5, 8}},
+		{Rule: "web_paths", Windows: []time.Duration{10 * time.Second}, Totals: sums(9)},
+		{Rule: "web_ok", Windows: []time.Duration{time.Minute, 5 * time.Minute, 90 * time.Minute}, Totals: sums(1, 5, 8)},
 	}}
 	_, raw := getPage(t, Options{Name: "test", Source: &fakeSource{cfg: cfg}, Gatherer: prometheus.NewRegistry(),
 		MetricsPath: "/metrics", Windows: windows})
@@ -232,6 +234,65 @@ func TestReloadErrors(t *testing.T) {
 	}
 }
 
+// sums are windows' totals of the sums given, as scrape.WindowSums reads them of a rule
+// exporting `_window`.
+func sums(v ...float64) []windows.Stats {
+	out := make([]windows.Stats, len(v))
+	for i := range v {
+		out[i] = windows.Stats{Sum: v[i], Max: math.NaN(), Min: math.NaN()}
+	}
+	return out
+}
+
+// TestNowOfWhatIsExported: a rule that does not export `_window` (its aggregations
+// leave it out) showed its `_window` summed over its series as its value now, which
+// /metrics has not: it shows the first of its families that is one number over its
+// series, summed or their extreme, or none.
+func TestNowOfWhatIsExported(t *testing.T) {
+	cfg, err := config.Parse([]byte(`
+global: {windows: [1m, 5m]}
+rules:
+  - {name: lines, match: 'x'}
+  - {name: rate, match: 'x', aggregations: [per_second]}
+  - {name: events, match: 'x (?P<v>\d+)', value: v, aggregations: [events, mean]}
+  - {name: largest, match: 'x (?P<v>\d+)', value: v, aggregations: [max, min, quantiles]}
+  - {name: smallest, match: 'x (?P<v>\d+)', value: v, aggregations: [min]}
+  - {name: smallest_empty, match: 'x (?P<v>\d+)', value: v, aggregations: [min]}
+  - {name: quantiles, match: 'x (?P<v>\d+)', value: v, aggregations: [quantiles]}
+`), "rules.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	five := []time.Duration{time.Minute, 5 * time.Minute}
+	// Each window's totals, the 5m one shown; every total differs from the others.
+	totals := []windows.Stats{{}, {Sum: 600, Events: 30, PerSecond: 2, Max: 90, Min: 3}}
+	empty := []windows.Stats{{}, {Max: math.NaN(), Min: math.NaN()}}
+	var read []scrape.WindowSums
+	for _, r := range cfg.Rules {
+		ts := totals
+		if r.Name == "smallest_empty" {
+			ts = empty
+		}
+		read = append(read, scrape.WindowSums{Rule: r.Name, Windows: five, Totals: ts})
+	}
+	_, raw := getPage(t, Options{Name: "test", Source: &fakeSource{cfg: cfg}, Gatherer: prometheus.NewRegistry(),
+		MetricsPath: "/metrics", Windows: &fakeWindows{sums: read}})
+	rows := rulesRows(t, raw)
+	for rule, want := range map[string]string{
+		"lines":          "600 / matched lines in 5m",
+		"rate":           "2 / per-second rate of matched lines in 5m",
+		"events":         "30 / matched lines in 5m",
+		"largest":        "90 / largest v in 5m",
+		"smallest":       "3 / smallest v in 5m",
+		"smallest_empty": "– / smallest v in 5m",
+		"quantiles":      "– / nothing it exports sums over series in 5m",
+	} {
+		if got := rows[rule][5]; got != want {
+			t.Errorf("%s: now %q, want %q", rule, got, want)
+		}
+	}
+}
+
 // blockingWindows holds each read until the test releases it, reporting it on entered.
 type blockingWindows struct {
 	entered chan struct{}
@@ -241,7 +302,7 @@ type blockingWindows struct {
 func (b *blockingWindows) WindowSums() []scrape.WindowSums {
 	b.entered <- struct{}{}
 	<-b.release
-	return []scrape.WindowSums{{Rule: "r", Windows: []time.Duration{time.Minute, 5 * time.Minute}, Sums: []float64{1, 7}}}
+	return []scrape.WindowSums{{Rule: "r", Windows: []time.Duration{time.Minute, 5 * time.Minute}, Totals: sums(1, 7)}}
 }
 
 // TestWindowsReadOneAtATime: pages asked for at once gather the registry and read the

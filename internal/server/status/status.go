@@ -59,7 +59,9 @@ const ExplainPath = "/-/explain"
 type Source interface {
 	// Config is the config in force.
 	Config() *config.Config
-	// Explain explains a line as input would count it now, without counting it.
+	// Explain explains a line as input would count it now, without counting it. The line
+	// keeps the "\r" that ended it before a newline, which counts against the line cap as
+	// the input counts it.
 	Explain(input string, line []byte) explain.Line
 	// ReloadError is why the last reload was refused; nil when it applied.
 	ReloadError() error
@@ -207,7 +209,7 @@ func (lt *lineTester) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "The form has no field lines: send the lines URL-encoded in it (curl --data-urlencode lines@access.log).", http.StatusBadRequest)
 		return
 	}
-	for _, field := range []string{"input", "lines"} {
+	for _, field := range []string{"input", "lines", EndsField} {
 		if n := len(r.PostForm[field]); n > 1 {
 			// Get would read the first alone: the lines of a second file
 			// (curl --data-urlencode lines@a.log --data-urlencode lines@b.log) would go
@@ -215,6 +217,12 @@ func (lt *lineTester) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, fmt.Sprintf("The form has the field %s %d times: send it once (the lines of several files in one field, one per line).", field, n), http.StatusBadRequest)
 			return
 		}
+	}
+	if ends, ok := r.PostForm[EndsField]; ok && ends[0] != EndsBrowser {
+		// Taken for lines as a file holds them, a misspelt value would have a line of the
+		// page's form told skipped by the "\r" its browser added, with nothing said.
+		http.Error(w, fmt.Sprintf("The form's field %s is %q: its one value is %q, which the page's form sends (its line ends are the browser's CRLF); leave it out for lines as a file holds them.", EndsField, ends[0], EndsBrowser), http.StatusBadRequest)
+		return
 	}
 	input := r.PostForm.Get("input")
 	if msg := checkInput(lt.o.Source.Config(), input); msg != "" {
@@ -231,7 +239,7 @@ func (lt *lineTester) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		<-lt.explain
 		return
 	}
-	reply, err := lt.o.explainPage(v, input, r.PostForm.Get("lines"))
+	reply, err := lt.o.explainPage(v, input, r.PostForm.Get("lines"), r.PostForm.Get(EndsField) == EndsBrowser)
 	<-lt.explain
 	if err != nil {
 		lt.o.Logger.Error("status page", "err", err)
@@ -240,6 +248,14 @@ func (lt *lineTester) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	writePage(w, reply)
 }
+
+// EndsField and EndsBrowser are the form field, and its value, that the page's form sends
+// to say that the line ends of its lines are the browser's: a browser sends every line end
+// of a textarea as CRLF, whatever was pasted, so the "\r" before a newline is not the
+// log's and does not count against --input.max-line-bytes. Without it, the lines are taken
+// as a file holds them (curl --data-urlencode lines@access.log): a "\r" before a newline
+// counts, as the follower counts it.
+const EndsField, EndsBrowser = "ends", "browser"
 
 // formType is the body the line tester reads: its form's, the one ParseForm parses.
 const formType = "application/x-www-form-urlencoded"
@@ -343,8 +359,10 @@ func (b *cappedBuffer) Write(p []byte) (int, error) {
 // lines are explained and rendered one by one into what room is left. The first line
 // that does not fit, and every line after it, are left out unexplained and counted. The
 // lines are repeated in the form only when they take at most half the reply (html
-// escaping can make them five times as long).
-func (o *Options) explainPage(v *view, input, lines string) ([]byte, error) {
+// escaping can make them five times as long). With browserEnds, the "\r" before each
+// newline is the browser's (EndsBrowser), and dropped; else the line keeps it, for Explain
+// to count against the cap as the follower does.
+func (o *Options) explainPage(v *view, input, lines string, browserEnds bool) ([]byte, error) {
 	v.Tested = true
 	// What is echoed into the form must be valid UTF-8; the explanations show the lines
 	// as they came, escaped where they are not.
@@ -368,9 +386,11 @@ func (o *Options) explainPage(v *view, input, lines string) ([]byte, error) {
 		// A blank line is no line to explain, and counts toward no bound: the newline
 		// that ends a file's last line, or the blank lines of a paste from a terminal,
 		// would otherwise have 100 lines told clipped with every one of them explained.
-		line = strings.TrimSuffix(line, "\r")
-		if line == "" {
+		if line == "" || line == "\r" {
 			continue
+		}
+		if browserEnds {
+			line = strings.TrimSuffix(line, "\r")
 		}
 		if n == MaxExplainLines {
 			v.Clipped = true

@@ -42,6 +42,11 @@ func TestLineTesterRefusesWhatItCannotRead(t *testing.T) {
 		// Each would be read first alone: the second file's lines left out, unsaid.
 		{"lines twice (curl --data-urlencode lines@a.log --data-urlencode lines@b.log)", "application/x-www-form-urlencoded", "input=web&lines=a&lines=b", http.StatusBadRequest, "lines 2 times"},
 		{"input twice", "application/x-www-form-urlencoded", "input=web&input=wbe&lines=a", http.StatusBadRequest, "input 2 times"},
+		// Taken for no ends=browser, a line of the cap would be told skipped, unsaid.
+		{"ends misspelt", "application/x-www-form-urlencoded", "input=web&lines=a&ends=Browser", http.StatusBadRequest, `ends is "Browser"`},
+		{"ends empty", "application/x-www-form-urlencoded", "input=web&lines=a&ends=", http.StatusBadRequest, `ends is ""`},
+		{"ends twice", "application/x-www-form-urlencoded", "input=web&lines=a&ends=browser&ends=browser", http.StatusBadRequest, "ends 2 times"},
+		{"ends of the page's form", "application/x-www-form-urlencoded", "input=web&lines=a&ends=browser", http.StatusOK, `<code>l=&#34;a&#34;</code>`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -159,5 +164,17 @@ func TestLineTesterCountsLines(t *testing.T) {
 				t.Errorf("told clipped: %v, want %v", clipped, c.clipped)
 			}
 		})
+	}
+}
+
+// TestPageFormSaysItsLineEnds: the page's form sends EndsBrowser, since a browser sends
+// every line end of a textarea as CRLF whatever was pasted; without it the tester would
+// count that "\r" against the line cap and tell an LF line of the cap skipped.
+func TestPageFormSaysItsLineEnds(t *testing.T) {
+	mux := testMux(t, &fakeSource{cfg: testConfig(t)}, true)
+	rec := httptest.NewRecorder()
+	mux.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+	if want := `<input type="hidden" name="` + EndsField + `" value="` + EndsBrowser + `">`; !strings.Contains(rec.Body.String(), want) {
+		t.Errorf("the page's form has no %s", want)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/logwindow/logwindow_exporter/internal/pipeline"
 	"github.com/logwindow/logwindow_exporter/internal/scrape"
 	"github.com/logwindow/logwindow_exporter/internal/selfmetric"
+	"github.com/logwindow/logwindow_exporter/windows"
 )
 
 // view is what the template renders.
@@ -90,8 +91,8 @@ type ruleRow struct {
 	Regex, Written string
 	Reads          string
 	Captures       []string
-	// Now is the rule's `_window` in Window summed over its series: What (matched lines,
-	// or the sum of its value). "–" when it cannot be read.
+	// Now is what the rule exports over Window as one number over its series (nowOf):
+	// What says which. "–" when it cannot be read, or the rule exports no such family.
 	Now, What, Window string
 }
 
@@ -101,6 +102,30 @@ const (
 	maxReloadErrors = 20
 	maxErrorBytes   = 1000
 )
+
+// nowOf is what the page shows of rule r in its "now" column, and how it is read from
+// its window read over its series (scrape.WindowSums): the first of its families, in the
+// order of config/quantity's table, that is one number over its series, `_window`,
+// `_window_per_second` or `_window_events` summed, the largest `_window_max` or the
+// smallest `_window_min`. A rule that exports none of them (only means, quantiles, a
+// histogram, distinct counts) shows none: it was shown its `_window`, which it does not
+// export, and which /metrics does not show.
+func nowOf(r *config.Rule) (what string, read func(*windows.Stats) float64) {
+	a := r.Aggregations
+	switch {
+	case a.Window:
+		return r.WindowQuantity(), func(t *windows.Stats) float64 { return t.Sum }
+	case a.PerSecond:
+		return "per-second rate of " + r.WindowQuantity(), func(t *windows.Stats) float64 { return t.PerSecond }
+	case a.Events:
+		return "matched lines", func(t *windows.Stats) float64 { return t.Events }
+	case a.Max:
+		return "largest " + r.ValueName, func(t *windows.Stats) float64 { return t.Max }
+	case a.Min:
+		return "smallest " + r.ValueName, func(t *windows.Stats) float64 { return t.Min }
+	}
+	return "nothing it exports sums over series", nil
+}
 
 // shownWindow is the window whose value the page shows beside each rule: 5m, the window
 // people look at first; a rule without it shows its shortest longer window, else its
@@ -356,7 +381,6 @@ func newRuleRow(m metrics, r *config.Rule, sums scrape.WindowSums) ruleRow {
 		Limit:    m.text(selfmetric.RuleSeriesLimit.Name, "rule", r.Name),
 		Overflow: m.text(selfmetric.SeriesOverflow.Name, "rule", r.Name),
 		Kind:     r.Describe(),
-		What:     r.WindowQuantity(),
 		Now:      "–",
 	}
 	if r.Timestamp != nil {
@@ -381,9 +405,17 @@ func newRuleRow(m metrics, r *config.Rule, sums scrape.WindowSums) ruleRow {
 	row.Window = r.WindowName(i)
 	// The sums are read from the store in use, which a reload may have changed since the
 	// config was: they are shown only for the same window.
+	var total *windows.Stats
 	for j, w := range sums.Windows {
-		if w == r.Windows[i] && j < len(sums.Sums) {
-			row.Now = number(sums.Sums[j])
+		if w == r.Windows[i] && j < len(sums.Totals) {
+			total = &sums.Totals[j]
+		}
+	}
+	var now func(*windows.Stats) float64
+	row.What, now = nowOf(r)
+	if now != nil && total != nil {
+		if v := now(total); !math.IsNaN(v) {
+			row.Now = number(v)
 		}
 	}
 	var ws []string
