@@ -242,3 +242,47 @@ func (m *pendingModel) check(t *testing.T, p *pending, sc *flushScratch) {
 		}
 	}
 }
+
+// TestPendingItemsPer: a table holds events of one number of items, that of its first
+// event since a reset, and refuses one of another (its rule is flushed first), whatever
+// the number the events before the reset had: an empty table takes events without items
+// after ones with, and the layout holds each event's items.
+func TestPendingItemsPer(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		cycles [][]int // the items of each event, a reset after each cycle
+	}{
+		{"items, then none", [][]int{{1, 1, 1}, {0, 0, 0}}},
+		{"none, then items", [][]int{{0, 0, 0}, {2, 2, 2}}},
+		{"two, one, none, two", [][]int{{2, 2, 2}, {1, 1, 1}, {0, 0, 0, 0}, {2, 2, 2}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var p pending
+			p.seed, p.counts = maphash.MakeSeed(), &sinkCounts{slot: make([]int32, 1)}
+			var sc flushScratch
+			for c, pers := range tc.cycles {
+				m := newPendingModel()
+				for x, per := range pers {
+					// Two entries in turn: the layout copies run by run.
+					key := fmt.Sprint("k", x%2)
+					e := event.Event{Key: []byte(key), Labels: [][]byte{[]byte(key)}, Value: float64(x)}
+					var items []string
+					for i := range per {
+						items = append(items, fmt.Sprint(c, ".", x, ".", i))
+						e.Items = append(e.Items, []byte(items[i]))
+					}
+					if !p.add(&e, 100, 50, 100) {
+						t.Fatalf("cycle %d, event %d, of %d items: refused", c, x, per)
+					}
+					m.add(pendingKey{key, 100, 50, 100}, []string{key}, refEvent{float64(x), items})
+				}
+				other := event.Event{Key: []byte("k0"), Labels: [][]byte{[]byte("k0")}, Items: make([][]byte, pers[0]+1)}
+				if p.add(&other, 100, 50, 100) {
+					t.Fatalf("cycle %d: an event of %d items taken into a table of %d", c, pers[0]+1, pers[0])
+				}
+				m.check(t, &p, &sc)
+				p.reset()
+			}
+		})
+	}
+}
