@@ -253,10 +253,8 @@ func (p *pending) layout(sc *flushScratch) (values []float64, items [][]byte) {
 	for k, r := range p.runs {
 		ent := &entries[r.entry]
 		from, end := int(r.from), p.runEnd(k)
-		// A run is mostly an event or two (entries alternate): its values are copied by a
-		// loop, not by copy's call of memmove, which took more instructions than the copy.
-		// Its items are not: a loop of pointers, each written past the write barrier's
-		// check, took more than typedslicecopy's call.
+		// A run is mostly an event or two (entries alternate): copied by a loop, not by
+		// copy's call of memmove, which took more instructions than the copy.
 		src := p.values[from:end]
 		dst := sc.values[ent.from:]
 		dst = dst[:len(src)]
@@ -265,7 +263,13 @@ func (p *pending) layout(sc *flushScratch) (values []float64, items [][]byte) {
 			dst[j] = v
 		}
 		if per > 0 {
-			copy(sc.items[ent.from*per:], p.items[from*per:end*per])
+			its := p.items[from*per : end*per]
+			dits := sc.items[ent.from*per:]
+			dits = dits[:len(its)]
+			//lint:ignore S1001 a loop, not copy: see above.
+			for j, it := range its {
+				dits[j] = it
+			}
 		}
 		ent.from += end - from
 	}
