@@ -117,12 +117,7 @@ type run struct{ entry, from int32 }
 // of that entry's clocks and key at the head of the table, the key compared by sameKey.
 func (p *pending) add(e *event.Event, now, at, active int64) bool {
 	n := len(p.values)
-	if !(math.Abs(e.Value) <= smallValue) || n >= maxPendingEvents || len(e.Items) != p.itemsPer && n > 0 {
-		return false
-	}
-	// The arena grows only by an event's items and an entry's opening (enter): only
-	// those look at its bound, not every event of a rule without items.
-	if len(e.Items) > 0 && len(p.arena) >= maxArenaBytes {
+	if !(math.Abs(e.Value) <= smallValue) || n >= maxPendingEvents || len(p.arena) >= maxArenaBytes || n > 0 && len(e.Items) != p.itemsPer {
 		return false
 	}
 	if p.used == 0 || p.lastAt != at || p.lastNow != now || p.lastActive != active || !sameKey(p.lastKey, e.Key) {
@@ -131,13 +126,9 @@ func (p *pending) add(e *event.Event, now, at, active int64) bool {
 		}
 	}
 	p.values = append(p.values, e.Value)
-	if len(e.Items) > 0 {
-		// itemsPer is 0 in an empty table (reset), and an event of another number of
-		// items than those held was turned away above: only events with items set it.
-		p.itemsPer = len(e.Items)
-		for _, it := range e.Items {
-			p.items = append(p.items, p.keep(it))
-		}
+	p.itemsPer = len(e.Items)
+	for _, it := range e.Items {
+		p.items = append(p.items, p.keep(it))
 	}
 	return true
 }
@@ -150,7 +141,7 @@ func (p *pending) enter(e *event.Event, now, at, active int64) bool {
 		h := maphash.Bytes(p.seed, e.Key) ^ uint64(at)*0x9e3779b97f4a7c15
 		var slot int
 		if i, slot = p.find(h, e.Key, now, at, active); i < 0 {
-			if p.used == maxEntries || len(p.arena) >= maxArenaBytes {
+			if p.used == maxEntries {
 				return false
 			}
 			i = p.open(h, e, now, at, active)
@@ -213,7 +204,7 @@ func (p *pending) keep(b []byte) []byte {
 
 // reset empties the table, keeping its buffers.
 func (p *pending) reset() {
-	p.used, p.last, p.prev, p.itemsPer = 0, 0, 0, 0
+	p.used, p.last, p.prev = 0, 0, 0
 	p.index = [len(p.index)]uint8{}
 	p.values, p.items, p.runs = p.values[:0], p.items[:0], p.runs[:0]
 	p.arena = p.arena[:0]
@@ -253,23 +244,9 @@ func (p *pending) layout(sc *flushScratch) (values []float64, items [][]byte) {
 	for k, r := range p.runs {
 		ent := &entries[r.entry]
 		from, end := int(r.from), p.runEnd(k)
-		// A run is mostly an event or two (entries alternate): copied by a loop, not by
-		// copy's call of memmove, which took more instructions than the copy.
-		src := p.values[from:end]
-		dst := sc.values[ent.from:]
-		dst = dst[:len(src)]
-		//lint:ignore S1001 a loop, not copy: see above.
-		for j, v := range src {
-			dst[j] = v
-		}
+		copy(sc.values[ent.from:], p.values[from:end])
 		if per > 0 {
-			its := p.items[from*per : end*per]
-			dits := sc.items[ent.from*per:]
-			dits = dits[:len(its)]
-			//lint:ignore S1001 a loop, not copy: see above.
-			for j, it := range its {
-				dits[j] = it
-			}
+			copy(sc.items[ent.from*per:], p.items[from*per:end*per])
 		}
 		ent.from += end - from
 	}

@@ -167,21 +167,10 @@ func (k *Sink) Event(e *event.Event) {
 		if p.add(e, now, at, k.processing) {
 			return
 		}
-	}
-	k.write(e, now, at)
-}
-
-// write is Event for an event its rule's table did not take, or of a sink without tables.
-// Out of line: with its calls in Event, Event stored and loaded its registers about them
-// on every event.
-//
-//go:noinline
-func (k *Sink) write(e *event.Event, now, at int64) {
-	if k.pending != nil {
 		// The rule's table is full, or the event is to be written at once: after the
 		// events before it, so that they keep their order.
 		k.flushRule(e.Rule)
-		if k.pending[e.Rule].add(e, now, at, k.processing) {
+		if p.add(e, now, at, k.processing) {
 			return
 		}
 	}
