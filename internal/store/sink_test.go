@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -44,6 +45,49 @@ func TestSinkLastSeriesRemoved(t *testing.T) {
 	want := map[string]float64{"404": 1, OverflowValue: 1}
 	if !maps.Equal(got, want) {
 		t.Errorf("totals %v, want %v", got, want)
+	}
+}
+
+// TestBatchSinkArenaBound holds a batching sink's tables to their bound of bytes: one
+// takes no event once its arena holds maxArenaBytes, so that it holds at most that and one
+// event's key, label values and items, with events that bring new bytes either way: items
+// on every event of one label set, and label sets of long values, one new each event,
+// without items. Never flushed but by the sink itself.
+func TestBatchSinkArenaBound(t *testing.T) {
+	const rules = `
+global: {windows: [1m], max_series_per_rule: 1000}
+rules:
+  - {name: requests, match: '^(?P<m>\S+) (?P<c>\S+)$', labels: {method: '${m}'}}
+  - {name: clients, match: '^(?P<m>\S+) (?P<c>\S+)$', labels: {method: '${m}'}, distinct: '${c}', aggregations: [window]}
+`
+	long := func(i, n int) string { return fmt.Sprintf("%0*d", n, i) }
+	for _, tc := range []struct {
+		name  string
+		event func(i int) *event.Event
+	}{
+		{"items", func(i int) *event.Event {
+			e := storetest.Event(1, 0, 0, "GET")
+			e.Items = [][]byte{[]byte(long(i, 700))}
+			return e
+		}},
+		{"label sets", func(i int) *event.Event { return storetest.Event(0, 0, 0, long(i, 900)) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, _ := storetest.ParseRules(t, rules)
+			k := storetest.Must(NewSetWith(cfg, nil, SetOptions{})).NewBatchSink()
+			k.SetNow(start, start)
+			for i := range 1000 {
+				e := tc.event(i)
+				k.Event(e)
+				one := len(e.Key)
+				for _, b := range slices.Concat(e.Labels, e.Items) {
+					one += len(b)
+				}
+				if got := len(k.pending[e.Rule].arena); got > maxArenaBytes+one {
+					t.Fatalf("event %d: the table's arena holds %d bytes, past %d and an event's %d", i, got, maxArenaBytes, one)
+				}
+			}
+		})
 	}
 }
 

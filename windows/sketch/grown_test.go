@@ -178,3 +178,104 @@ func sameEncoding(t *testing.T, i int, want, got encoded) {
 		t.Fatalf("after event %d: AddGrown's summary encodes as %d bytes differing from Add's %d", i, len(g), len(w))
 	}
 }
+
+// TestQuantilesAddRunIsAddGrown holds Quantiles.AddRun, whose loop counts the common
+// values itself, to AddGrown value by value: two sketches fed one random stream, one a run
+// at a time by AddRun and one a value at a time by AddGrown, agree after every call of
+// AddRun on their Bytes and counts, and AddRun stops after the value whose
+// AddGrown changed Bytes, saying the same before and after, and on their encoding before
+// every seal, reset or merge and at random. The values are those the loop
+// must leave to AddGrown or count apart (NaN, ±Inf, subnormals, zeros of both signs,
+// negatives, the clamped ends) mixed with values of the run's bins, of bins just outside it
+// (the run grows in the middle of a run of values) and at bins' edges, and one value
+// repeated (its count widens); the sketches are capped, sealed, reset and merged into
+// (8-byte counts) along the way.
+func TestQuantilesAddRunIsAddGrown(t *testing.T) {
+	odd := []float64{0, math.Copysign(0, -1), math.NaN(), math.Inf(1), math.Inf(-1),
+		5e-324, -5e-324, 0x1p-1022, math.Nextafter(0x1p-1022, 0), -0x1p-1022,
+		math.MaxFloat64, -math.MaxFloat64, 0x1p1023, math.Nextafter(0x1p1023, 2)}
+	value := func(r *rand.Rand, at float64) float64 {
+		switch r.IntN(8) {
+		case 0:
+			return odd[r.IntN(len(odd))]
+		case 1: // a subnormal of any size
+			return math.Float64frombits(r.Uint64N(1<<52-1)+1) * float64(1-2*r.IntN(2))
+		case 2: // at, or next to, a bin's edge near at
+			e := edges[r.IntN(len(edges))] * math.Exp2(math.Round(math.Log2(at)))
+			return []float64{e, math.Nextafter(e, 0), math.Nextafter(e, math.Inf(1))}[r.IntN(3)]
+		case 3: // anywhere, either sign: most outside the run
+			return float64(1-2*r.IntN(2)) * logUniform(r, 1e-300, 1e300)
+		case 4: // the value the stream repeats
+			return at
+		default: // near at: mostly the run's bins, some just past its ends
+			return at * logUniform(r, 0.5, 2)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		cap  int
+	}{{"uncapped", 0}, {"capped small", 64}, {"capped", 300}} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := rand.New(rand.NewPCG(13, uint64(tc.cap)))
+			ref, got := new(Quantiles), new(Quantiles)
+			ref.Cap(tc.cap)
+			got.Cap(tc.cap)
+			at := 1.0
+			for i := 0; i < 20_000; {
+				if r.IntN(50) == 0 {
+					at = logUniform(r, 1e-5, 1e5)
+				}
+				values := make([]float64, 1+r.IntN(1+r.IntN(300)))
+				for j := range values {
+					values[j] = value(r, at)
+				}
+				for done := 0; done < len(values); {
+					n, b, a := got.AddRun(values[done:])
+					want, wb, wa := len(values)-done, 0, 0
+					for j, v := range values[done:] {
+						if before, after := ref.AddGrown(v, nil); before != after {
+							want, wb, wa = j+1, before, after
+							break
+						}
+					}
+					if n != want || b != wb || a != wa {
+						t.Fatalf("values %d…: AddRun added %d, Bytes %d → %d; AddGrown %d, %d → %d (%v)", i+done, n, b, a, want, wb, wa, values[done:done+want])
+					}
+					done += n
+					if got.Bytes() != ref.Bytes() || got.Count() != ref.Count() || got.Zeros() != ref.Zeros() {
+						t.Fatalf("after value %d: Bytes %d, count %d, zeros %d; AddGrown's %d, %d, %d", i+done, got.Bytes(), got.Count(), got.Zeros(), ref.Bytes(), ref.Count(), ref.Zeros())
+					}
+				}
+				i += len(values)
+				// A count told wrong stays so until a reset: the encodings (large for a
+				// run over every octave) are compared before each and now and then.
+				op := r.IntN(40)
+				if op < 4 || r.IntN(8) == 0 || i >= 20_000 {
+					sameEncoding(t, i, ref, got)
+				}
+				switch op {
+				case 0:
+					ref.Seal()
+					got.Seal()
+				case 1:
+					ref.Reset()
+					got.Reset()
+				case 2: // 8-byte counts, which the loop leaves to AddGrown
+					from := new(Quantiles)
+					for range 1 + r.IntN(20) {
+						from.Add(value(r, at), nil)
+					}
+					ref.Merge(from)
+					got.Merge(from)
+				case 3:
+					from := new(Quantiles)
+					for range 1 + r.IntN(20) {
+						from.Add(value(r, at), nil)
+					}
+					ref.Absorb(from)
+					got.Absorb(from)
+				}
+			}
+		})
+	}
+}
