@@ -218,7 +218,8 @@ type Pipeline struct {
 	// both match. At Start they are those of the snapshot restored.
 	vanished []follow.Position
 	// vanishedParts are the CRI messages in parts the joiners of those inputs were in the
-	// middle of (with from, the input's label), given back with vanished to the joiners of
+	// middle of (with from, the input's label; at Start its path, which is all a snapshot
+	// records of an input), given back with vanished to the joiners of
 	// the new inputs that read their files on from where they were kept; vanishedTo is
 	// the first new cri input given them, which counts those none went on with
 	// (settleParts).
