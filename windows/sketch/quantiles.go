@@ -173,14 +173,9 @@ func (q *Quantiles) AddRun(values []float64) (n, before, after int) {
 	s := &q.pos
 	lo, w, nb, b := s.lo, uint(s.run>>24&0x7f), uint(s.run&runBins), s.b
 	for i, v := range values {
-		// index's normal magnitudes, written out: its call took more than its work.
+		// A normal magnitude's index inlined: index's call took more than its work.
 		if bits := math.Float64bits(v); v > 0 && w-1 < 63 && bits>>52-1 < 0x7fe {
-			exp := int32(bits >> 52)
-			c := cellBin[bits>>(52-mantissaBits)&(1<<mantissaBits-1)]
-			if math.Float64frombits(bits&(1<<52-1)|1023<<52) > edges[c] {
-				c++
-			}
-			if j := uint(min(max((exp-1023)*binsPerOctave+int32(c), -maxIndex), maxIndex) - lo); j < nb {
+			if j := uint(normalIndex(bits) - lo); j < nb {
 				p := j * w
 				if k := p >> 3; k+8 <= uint(len(b)) {
 					word := binary.LittleEndian.Uint64(b[k : k+8 : k+8])
@@ -215,12 +210,18 @@ func index(m float64) int32 {
 	case 0x7ff: // +Inf
 		return maxIndex
 	}
+	return normalIndex(bits)
+}
+
+// normalIndex is index of the normal float of bits: a leaf small enough to be inlined
+// where index's recursion for subnormals keeps index itself from being (AddRun's loop).
+func normalIndex(bits uint64) int32 {
 	mant := math.Float64frombits(bits&(1<<52-1) | 1023<<52) // in [1, 2)
 	j := cellBin[bits>>(52-mantissaBits)&(1<<mantissaBits-1)]
 	if mant > edges[j] {
 		j++
 	}
-	i := (exp-1023)*binsPerOctave + int32(j)
+	i := (int32(bits>>52)&0x7ff-1023)*binsPerOctave + int32(j)
 	return min(max(i, -maxIndex), maxIndex)
 }
 
