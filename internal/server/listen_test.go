@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -336,7 +337,6 @@ func TestListenAddressesOverlap(t *testing.T) {
 	} else {
 		l.Close()
 	}
-	no := false
 	for _, tc := range []struct {
 		name        string
 		first, then string // with P and Q for two free ports
@@ -357,37 +357,60 @@ func TestListenAddressesOverlap(t *testing.T) {
 			if tc.needsIPv6 && !ipv6 {
 				t.Skip("no IPv6 loopback here")
 			}
-			p, q := free(), free()
-			ports := strings.NewReplacer("P", p, "Q", q)
-			first, then := ports.Replace(tc.first), ports.Replace(tc.then)
-			kernel := func() bool {
-				a, err := net.Listen("tcp", first)
-				if err != nil {
-					t.Fatalf("listen on %s alone: %v", first, err)
+			// The ports are free when picked, but tests run in parallel in other packages
+			// may take one before it is listened on here; a trial that loses its port so
+			// (EADDRINUSE where the pair itself cannot be the cause) is tried again on two
+			// new ports.
+			for try := 1; ; try++ {
+				if trialListenOverlap(t, tc.first, tc.then, free(), free()) {
+					return
 				}
-				defer a.Close()
-				b, err := net.Listen("tcp", then)
-				if err != nil {
-					return false
-				}
-				b.Close()
-				return true
-			}()
-			flags := web.FlagConfig{WebListenAddresses: &[]string{first, then}, WebSystemdSocket: &no}
-			checked := CheckListenAddresses(&flags)
-			ls, started := listen(&flags, slog.New(slog.DiscardHandler))
-			closeAll(ls)
-			want := "--web.listen-address=" + then + ": its port is taken by --web.listen-address=" + first
-			for what, err := range map[string]error{"the check": checked, "the start": started} {
-				switch {
-				case kernel && err != nil:
-					t.Errorf("%s refuses %s beside %s, which the kernel lets listen: %v", what, then, first, err)
-				case !kernel && (err == nil || !strings.Contains(err.Error(), want)):
-					t.Errorf("%s: %v; want an error saying %q (the kernel refuses it)", what, err, want)
+				if try == 5 {
+					t.Fatalf("%d trials lost their ports to other processes", try)
 				}
 			}
 		})
 	}
+}
+
+// trialListenOverlap holds the check and the start against the kernel on first and then,
+// with P and Q replaced by the ports p and q. It reports false, having checked nothing,
+// when another process took a port during the trial.
+func trialListenOverlap(t *testing.T, first, then, p, q string) bool {
+	t.Helper()
+	no := false
+	ports := strings.NewReplacer("P", p, "Q", q)
+	first, then = ports.Replace(first), ports.Replace(then)
+	a, err := net.Listen("tcp", first)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return false
+	}
+	if err != nil {
+		t.Fatalf("listen on %s alone: %v", first, err)
+	}
+	b, err := net.Listen("tcp", then)
+	kernel := err == nil
+	if kernel {
+		b.Close()
+	}
+	a.Close()
+	flags := web.FlagConfig{WebListenAddresses: &[]string{first, then}, WebSystemdSocket: &no}
+	checked := CheckListenAddresses(&flags)
+	ls, started := listen(&flags, slog.New(slog.DiscardHandler))
+	closeAll(ls)
+	if kernel && errors.Is(started, syscall.EADDRINUSE) {
+		return false
+	}
+	want := "--web.listen-address=" + then + ": its port is taken by --web.listen-address=" + first
+	for what, err := range map[string]error{"the check": checked, "the start": started} {
+		switch {
+		case kernel && err != nil:
+			t.Errorf("%s refuses %s beside %s, which the kernel lets listen: %v", what, then, first, err)
+		case !kernel && (err == nil || !strings.Contains(err.Error(), want)):
+			t.Errorf("%s: %v; want an error saying %q (the kernel refuses it)", what, err, want)
+		}
+	}
+	return true
 }
 
 // TestListenAddressesVsockApart: a vsock port is not a TCP port, so a vsock address takes
